@@ -1,0 +1,607 @@
+"""The contract between the scenario compiler and the scheduling engines.
+
+A :class:`Problem` is one cluster snapshot frozen into flat numpy arrays and small ints, the
+same information Volcano's cache hands to ``framework.OpenSession``: nodes, queues, PodGroups
+(jobs), pods (tasks) and the scheduler conf (:class:`Policy`). A :class:`State` holds the parts
+that a scheduling cycle changes (task status and node, PodGroup phase, node accounting). An
+engine takes ``(problem, state)``, runs one session and returns :class:`Decisions`.
+
+Everything an engine's hot loop needs is an array or an int, so a numba ``@njit`` core can take
+the very same input; the name tuples are only for humans and reports.
+
+Conventions
+-----------
+* Resources are a fixed vector per problem, ``problem.resource_names``; index 0, 1, 2 are always
+  ``cpu``, ``memory``, ``pods``. Units follow Volcano's ``api.Resource``: cpu in milli-cores,
+  memory in bytes, ``pods`` whole pods, every other (extended scalar) resource in milli units
+  (``nvidia.com/gpu: 1`` is 1000.0). All float64.
+* Every task request carries ``pods = 1`` (Volcano adds it to every pod's request), so a node's
+  pod limit is just the ``pods`` dimension of its allocatable.
+* Quantities that a ResourceList may leave out use **NaN for "not named"**: queue capability,
+  deserved and guarantee. Engines decide what a missing dimension means at each use, the way
+  Volcano does (proportion treats a missing capability as +inf, a missing deserved as 0, ...).
+  Requests, allocatable and minResources use plain 0 for "not named".
+* Orders are precomputed ranks (0 = first): ``*_rank`` sorts by creation time, then UID, the
+  fallback every Volcano order function ends with.
+* Indices: -1 means "none" (no node, no parent).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from labkit.errors import SpecError
+from labkit.spec import quantity
+
+CPU, MEMORY, PODS = 0, 1, 2
+BASE_RESOURCES = ("cpu", "memory", "pods")
+GPU = "nvidia.com/gpu"
+
+MIN_RESOURCE = 0.1
+"""Volcano's ``minResource``: resource comparisons tolerate this much (api/resource_info.go)."""
+
+
+class TaskStatus(IntEnum):
+    """api.TaskStatus (api/types.go)."""
+
+    PENDING = 0
+    ALLOCATED = 1
+    PIPELINED = 2
+    BINDING = 3
+    BOUND = 4
+    RUNNING = 5
+    RELEASING = 6
+    SUCCEEDED = 7
+    FAILED = 8
+    UNKNOWN = 9
+
+
+ALLOCATED_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED})
+"""api.AllocatedStatus: the statuses that count as holding resources for queue/job shares."""
+
+
+class PodGroupPhase(IntEnum):
+    """PodGroup ``status.phase`` (scheduling/v1beta1). UNSET is the empty string phase."""
+
+    UNSET = 0
+    PENDING = 1
+    INQUEUE = 2
+    RUNNING = 3
+    UNKNOWN = 4
+    COMPLETED = 5
+
+
+class Action(IntEnum):
+    """Scheduler actions, run in conf order each session (pkg/scheduler/actions)."""
+
+    ENQUEUE = 0
+    ALLOCATE = 1
+    BACKFILL = 2
+    PREEMPT = 3
+    RECLAIM = 4
+
+
+class Plugin(IntEnum):
+    """Supported scheduler plugins (pkg/scheduler/plugins)."""
+
+    PRIORITY = 0
+    GANG = 1
+    DRF = 2
+    PROPORTION = 3
+    CAPACITY = 4
+    BINPACK = 5
+    NODEORDER = 6
+    PREDICATES = 7
+    CONFORMANCE = 8
+    OVERCOMMIT = 9
+    SLA = 10
+
+
+class Ext(IntEnum):
+    """Plugin extension points, the ``enable*`` switches of conf.PluginOption."""
+
+    JOB_ORDER = 0
+    QUEUE_ORDER = 1
+    TASK_ORDER = 2
+    JOB_READY = 3
+    JOB_PIPELINED = 4
+    JOB_STARVING = 5
+    JOB_ENQUEUED = 6  # also gates JobEnqueueable
+    PREEMPTABLE = 7
+    RECLAIMABLE = 8
+    PREEMPTIVE = 9
+    OVERUSED = 10
+    ALLOCATABLE = 11
+    PREDICATE = 12
+    NODE_ORDER = 13
+    BEST_NODE = 14
+    HIERARCHY = 15
+    VICTIM = 16
+    CLUSTER_ORDER = 17
+    TARGET_JOB = 18
+    RESERVED_NODES = 19
+
+
+ACTION_NAMES = {a.name.lower(): a for a in Action}
+PLUGIN_NAMES = {p.name.lower(): p for p in Plugin}
+EXT_NAMES = {
+    "jobOrder": Ext.JOB_ORDER, "queueOrder": Ext.QUEUE_ORDER, "taskOrder": Ext.TASK_ORDER,
+    "jobReady": Ext.JOB_READY, "jobPipelined": Ext.JOB_PIPELINED, "jobStarving": Ext.JOB_STARVING,
+    "jobEnqueued": Ext.JOB_ENQUEUED, "preemptable": Ext.PREEMPTABLE, "reclaimable": Ext.RECLAIMABLE,
+    "preemptive": Ext.PREEMPTIVE, "overused": Ext.OVERUSED, "allocatable": Ext.ALLOCATABLE,
+    "predicate": Ext.PREDICATE, "nodeOrder": Ext.NODE_ORDER, "bestNode": Ext.BEST_NODE,
+    "hierarchy": Ext.HIERARCHY, "victim": Ext.VICTIM, "clusterOrder": Ext.CLUSTER_ORDER,
+    "targetJob": Ext.TARGET_JOB, "reservedNodes": Ext.RESERVED_NODES,
+}
+"""Extension-point names as the conf form of :func:`policy_from_conf` spells them."""
+
+
+class Arg(IntEnum):
+    """Numeric plugin arguments, slots of ``Policy.plugin_args`` (NaN = not given)."""
+
+    BINPACK_WEIGHT = 0             # binpack.weight (default 1)
+    LEASTREQUESTED_WEIGHT = 1      # nodeorder leastrequested.weight (default 1)
+    MOSTREQUESTED_WEIGHT = 2       # nodeorder mostrequested.weight (default 0)
+    BALANCEDRESOURCE_WEIGHT = 3    # nodeorder balancedresource.weight (default 1)
+    OVERCOMMIT_FACTOR = 4          # overcommit overcommit-factor (default 1.2)
+    SLA_WAITING_TIME = 5           # sla sla-waiting-time, seconds (default: none)
+    ANCESTOR_RECLAIM_LEVEL = 6     # capacity ancestorReclaimLevel (default 0)
+
+
+N_ARGS = len(Arg)
+
+ARG_DEFAULTS = {
+    Arg.BINPACK_WEIGHT: 1.0,
+    Arg.LEASTREQUESTED_WEIGHT: 1.0,
+    Arg.MOSTREQUESTED_WEIGHT: 0.0,
+    Arg.BALANCEDRESOURCE_WEIGHT: 1.0,
+    Arg.OVERCOMMIT_FACTOR: 1.2,
+    Arg.ANCESTOR_RECLAIM_LEVEL: 0.0,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Policy: the normalised scheduler conf
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Policy:
+    """The Volcano scheduler conf, normalised to arrays.
+
+    * ``actions``: (A,) int64 of :class:`Action`, in execution order.
+    * ``plugin_tier``: (P,) int64, tier index of each plugin entry, entries in conf order.
+    * ``plugin_kind``: (P,) int64 of :class:`Plugin`.
+    * ``plugin_enabled``: (P, len(Ext)) bool, extension points switched on.
+    * ``plugin_args``: (P, len(Arg)) float64, numeric arguments, NaN = not given
+      (see :func:`plugin_arg` for the defaults).
+    * ``plugin_resource_weights``: (P, R) float64, binpack per-resource weights
+      (``binpack.cpu``, ``binpack.memory``, ``binpack.resources.<name>``); NaN = not scored.
+    """
+
+    actions: np.ndarray
+    plugin_tier: np.ndarray
+    plugin_kind: np.ndarray
+    plugin_enabled: np.ndarray
+    plugin_args: np.ndarray
+    plugin_resource_weights: np.ndarray
+
+    @property
+    def n_tiers(self) -> int:
+        return int(self.plugin_tier.max()) + 1 if len(self.plugin_tier) else 0
+
+    def plugin_arg(self, p: int, arg: Arg) -> float:
+        """Argument ``arg`` of plugin entry ``p``, or Volcano's default when not given."""
+        value = self.plugin_args[p, arg]
+        return ARG_DEFAULTS.get(arg, float("nan")) if np.isnan(value) else float(value)
+
+
+def policy_from_conf(
+    actions: Sequence[str],
+    tiers: Sequence[Sequence[Mapping[str, Any]]],
+    resource_names: Sequence[str],
+) -> Policy:
+    """Build a :class:`Policy` from the already-defaulted conf form.
+
+    ``actions`` is the list of action names (``["enqueue", "allocate", ...]``). ``tiers`` is a list
+    of tiers, each a list of ``{"name": plugin, "enabled": set of extension-point names,
+    "arguments": {...}}``; the caller has already turned Volcano's ``enableX`` switches (default
+    true in a conf file, off in unit tests) into the ``enabled`` set. ``resource_names`` is the
+    problem's resource vector (binpack weights are resolved against it; resources it lacks can
+    never be requested, so they are dropped). Raises :class:`SpecError` naming the bad field.
+    """
+    action_ids = []
+    for i, name in enumerate(actions):
+        key = str(name).strip().lower()
+        if key not in ACTION_NAMES:
+            raise SpecError(f"actions[{i}]", f"unknown action {name!r} (known: {', '.join(ACTION_NAMES)})")
+        action_ids.append(ACTION_NAMES[key])
+
+    entries = [(t, j, e) for t, tier in enumerate(tiers) for j, e in enumerate(tier)]
+    n_res = len(resource_names)
+    kind = np.zeros(len(entries), np.int64)
+    tier_of = np.zeros(len(entries), np.int64)
+    enabled = np.zeros((len(entries), len(Ext)), bool)
+    args = np.full((len(entries), N_ARGS), np.nan)
+    weights = np.full((len(entries), n_res), np.nan)
+    for p, (t, j, entry) in enumerate(entries):
+        where = f"tiers[{t}][{j}]"
+        if not isinstance(entry, Mapping) or "name" not in entry:
+            raise SpecError(f"{where}.name", "missing plugin name")
+        name = entry["name"]
+        if name not in PLUGIN_NAMES:
+            raise SpecError(f"{where}.name", f"unknown plugin {name!r} (known: {', '.join(PLUGIN_NAMES)})")
+        kind[p], tier_of[p] = PLUGIN_NAMES[name], t
+        for ext in entry.get("enabled") or ():
+            if ext not in EXT_NAMES:
+                raise SpecError(f"{where}.enabled", f"unknown extension point {ext!r}")
+            enabled[p, EXT_NAMES[ext]] = True
+        _parse_arguments(PLUGIN_NAMES[name], entry.get("arguments") or {}, resource_names,
+                         args[p], weights[p], f"{where}.arguments")
+    return Policy(np.array(action_ids, np.int64), tier_of, kind, enabled, args, weights)
+
+
+def _parse_arguments(kind: Plugin, arguments: Mapping[str, Any], resource_names: Sequence[str],
+                     args: np.ndarray, weights: np.ndarray, where: str) -> None:
+    """Fill one plugin's numeric argument slots; unknown keys are ignored, as Volcano does."""
+
+    def number(key: str) -> float:
+        try:
+            return float(arguments[key])
+        except (TypeError, ValueError):
+            raise SpecError(f"{where}.{key}", f"expected a number, got {arguments[key]!r}") from None
+
+    if kind == Plugin.BINPACK:
+        if "binpack.weight" in arguments:
+            args[Arg.BINPACK_WEIGHT] = number("binpack.weight")
+        # binpack.go: cpu and memory are always scored (weight 1 unless given); extra resources
+        # only when listed in binpack.resources, each with weight 1 unless given.
+        scored = {"cpu": 1.0, "memory": 1.0}
+        for key in ("cpu", "memory"):
+            if f"binpack.{key}" in arguments:
+                scored[key] = number(f"binpack.{key}")
+        listed = [r.strip() for r in str(arguments.get("binpack.resources", "")).split(",") if r.strip()]
+        for res in listed:
+            key = f"binpack.resources.{res}"
+            scored[res] = number(key) if key in arguments else 1.0
+        for r, res in enumerate(resource_names):
+            if res in scored:
+                weights[r] = scored[res]
+    elif kind == Plugin.NODEORDER:
+        for key, slot in (("leastrequested.weight", Arg.LEASTREQUESTED_WEIGHT),
+                          ("mostrequested.weight", Arg.MOSTREQUESTED_WEIGHT),
+                          ("balancedresource.weight", Arg.BALANCEDRESOURCE_WEIGHT)):
+            if key in arguments:
+                args[slot] = number(key)
+    elif kind == Plugin.OVERCOMMIT:
+        if "overcommit-factor" in arguments:
+            args[Arg.OVERCOMMIT_FACTOR] = number("overcommit-factor")
+    elif kind == Plugin.SLA:
+        if "sla-waiting-time" in arguments:
+            args[Arg.SLA_WAITING_TIME] = parse_duration(arguments["sla-waiting-time"], f"{where}.sla-waiting-time")
+    elif kind == Plugin.CAPACITY:
+        if "ancestorReclaimLevel" in arguments:
+            args[Arg.ANCESTOR_RECLAIM_LEVEL] = number("ancestorReclaimLevel")
+
+
+def parse_duration(text: Any, where: str) -> float:
+    """A duration such as ``"3m"`` or ``"1h30m"``, in seconds."""
+    try:
+        return quantity.parse_duration(text)
+    except ValueError as e:
+        raise SpecError(where, str(e)) from None
+
+
+# --------------------------------------------------------------------------------------------
+# Problem: the immutable snapshot
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Problem:
+    """One immutable cluster snapshot (shapes: N nodes, Q queues, J jobs, T tasks, R resources,
+    K task roles, C task feasibility classes).
+
+    Nodes
+      ``node_names`` (N,); ``node_allocatable`` (N, R) ``status.allocatable`` (pods dim = max pods);
+      ``node_schedulable`` (N,) bool, false for ``spec.unschedulable`` nodes.
+    Queues
+      ``queue_names`` (Q,); ``queue_weight`` (Q,) float64 ``spec.weight``;
+      ``queue_capability`` / ``queue_deserved`` / ``queue_guarantee`` (Q, R), NaN = dimension not
+      named (a queue without capability is all-NaN); ``queue_priority`` (Q,) int64 ``spec.priority``;
+      ``queue_parent`` (Q,) int64, index of ``spec.parent``, -1 for the root (or when no ``root``
+      queue is modelled); ``queue_reclaimable`` (Q,) bool (nil => true); ``queue_open`` (Q,) bool
+      (state Open); ``queue_rank`` (Q,) int64 order by creationTimestamp, then UID (= name).
+    Jobs (PodGroups)
+      ``job_names`` (J,) ``"<ns>/<name>"``; ``job_queue`` (J,) int64; ``job_priority`` (J,) int64,
+      the resolved PriorityClass value (else the globalDefault class, else 0);
+      ``job_min_member`` (J,) int64 ``spec.minMember`` (minAvailable); ``job_min_task_member``
+      (J, K) int64 per-role minimum (0 = no minimum for that role); ``job_min_resources`` (J, R)
+      ``spec.minResources`` and ``job_has_min_resources`` (J,) bool (false = nil);
+      ``job_rank`` (J,) int64 order by creationTimestamp, then UID (``"<ns>/<name>"`` in tests);
+      ``job_creation`` (J,) float64 seconds; ``job_sla_waiting`` (J,) float64 seconds from the
+      ``volcano.sh/sla-waiting-time`` annotation, NaN = none; ``job_preemptable`` (J,) bool,
+      PodGroup-level ``volcano.sh/preemptable`` (default false).
+    Tasks (pods)
+      ``task_names`` (T,) ``"<ns>/<name>"``; ``task_job`` (T,) int64; ``task_role`` (T,) int64 into
+      ``role_names`` (``volcano.sh/task-spec``, ``""`` when absent); ``task_request`` (T, R) incl.
+      pods = 1; ``task_priority`` (T,) int64 (pod ``spec.priority``, overridden by annotation
+      ``volcano.sh/task-priority``, default 1); ``task_preempt_never`` (T,) bool
+      (``preemptionPolicy: Never``); ``task_preemptable`` (T,) bool (``volcano.sh/preemptable``,
+      default true); ``task_best_effort`` (T,) bool (empty request apart from pods);
+      ``task_critical`` (T,) bool (priorityClassName system-cluster-critical /
+      system-node-critical, or namespace kube-system: the conformance plugin protects these);
+      ``task_index`` (T,) int64 the numeric suffix of a pod name with >= 3 dash-separated parts
+      (-1 when none); ``task_rank`` (T,) int64 order by creationTimestamp, then UID. Together these
+      give ``helpers.CompareTask``: lower index first when both have one and they differ, else rank.
+    Feasibility
+      ``task_class`` (T,) int64 and ``class_node_ok`` (C, N) bool: compile groups tasks with the
+      same node selector / affinity / tolerations into a class and precomputes which nodes pass
+      the label and taint predicates. Resource fit and max pods are checked by the engine.
+    Policy
+      ``policy`` (:class:`Policy`).
+    """
+
+    resource_names: tuple[str, ...]
+    node_names: tuple[str, ...]
+    node_allocatable: np.ndarray
+    node_schedulable: np.ndarray
+    queue_names: tuple[str, ...]
+    queue_weight: np.ndarray
+    queue_capability: np.ndarray
+    queue_deserved: np.ndarray
+    queue_guarantee: np.ndarray
+    queue_priority: np.ndarray
+    queue_parent: np.ndarray
+    queue_reclaimable: np.ndarray
+    queue_open: np.ndarray
+    queue_rank: np.ndarray
+    role_names: tuple[str, ...]
+    job_names: tuple[str, ...]
+    job_queue: np.ndarray
+    job_priority: np.ndarray
+    job_min_member: np.ndarray
+    job_min_task_member: np.ndarray
+    job_min_resources: np.ndarray
+    job_has_min_resources: np.ndarray
+    job_rank: np.ndarray
+    job_creation: np.ndarray
+    job_sla_waiting: np.ndarray
+    job_preemptable: np.ndarray
+    task_names: tuple[str, ...]
+    task_job: np.ndarray
+    task_role: np.ndarray
+    task_request: np.ndarray
+    task_priority: np.ndarray
+    task_preempt_never: np.ndarray
+    task_preemptable: np.ndarray
+    task_best_effort: np.ndarray
+    task_critical: np.ndarray
+    task_index: np.ndarray
+    task_rank: np.ndarray
+    task_class: np.ndarray
+    class_node_ok: np.ndarray
+    policy: Policy
+
+    def __post_init__(self) -> None:
+        validate_problem(self)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_names)
+
+    @property
+    def n_queues(self) -> int:
+        return len(self.queue_names)
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self.job_names)
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task_names)
+
+    @property
+    def n_resources(self) -> int:
+        return len(self.resource_names)
+
+
+_SHAPES = {
+    "node_allocatable": ("N", "R"), "node_schedulable": ("N",),
+    "queue_weight": ("Q",), "queue_capability": ("Q", "R"), "queue_deserved": ("Q", "R"),
+    "queue_guarantee": ("Q", "R"), "queue_priority": ("Q",), "queue_parent": ("Q",),
+    "queue_reclaimable": ("Q",), "queue_open": ("Q",), "queue_rank": ("Q",),
+    "job_queue": ("J",), "job_priority": ("J",), "job_min_member": ("J",),
+    "job_min_task_member": ("J", "K"), "job_min_resources": ("J", "R"),
+    "job_has_min_resources": ("J",), "job_rank": ("J",), "job_creation": ("J",),
+    "job_sla_waiting": ("J",), "job_preemptable": ("J",),
+    "task_job": ("T",), "task_role": ("T",), "task_request": ("T", "R"), "task_priority": ("T",),
+    "task_preempt_never": ("T",), "task_preemptable": ("T",), "task_best_effort": ("T",),
+    "task_critical": ("T",), "task_index": ("T",), "task_rank": ("T",), "task_class": ("T",),
+    "class_node_ok": ("C", "N"),
+}
+
+
+def validate_problem(p: Problem) -> None:
+    """Check array shapes and index ranges; raise :class:`SpecError` naming the field."""
+    if tuple(p.resource_names[:3]) != BASE_RESOURCES:
+        raise SpecError("resource_names", f"must start with {BASE_RESOURCES}, got {p.resource_names[:3]}")
+    dims = {"N": p.n_nodes, "Q": p.n_queues, "J": p.n_jobs, "T": p.n_tasks,
+            "R": p.n_resources, "K": len(p.role_names), "C": p.class_node_ok.shape[0]}
+    for name, shape in _SHAPES.items():
+        want = tuple(dims[d] for d in shape)
+        got = getattr(p, name).shape
+        if got != want:
+            raise SpecError(name, f"shape {got}, expected {want} ({'x'.join(shape)})")
+    for name, upper in (("job_queue", p.n_queues), ("task_job", p.n_jobs),
+                        ("task_role", len(p.role_names)), ("task_class", dims["C"])):
+        values = getattr(p, name)
+        if len(values) and (values.min() < 0 or values.max() >= upper):
+            raise SpecError(name, f"index out of range 0..{upper - 1}")
+    if len(p.queue_parent) and (p.queue_parent.min() < -1 or p.queue_parent.max() >= p.n_queues):
+        raise SpecError("queue_parent", "index out of range")
+
+
+# --------------------------------------------------------------------------------------------
+# State: what a session changes
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class State:
+    """The mutable part of a snapshot.
+
+    * ``task_status`` (T,) int8 of :class:`TaskStatus`; ``task_node`` (T,) int64, -1 = none.
+      A Pipelined task may have node -1 when its node is not in the snapshot.
+    * ``job_phase`` (J,) int8 of :class:`PodGroupPhase`.
+    * ``node_used``, ``node_releasing``, ``node_pipelined`` (N, R): Volcano's NodeInfo
+      accounting, derived from the tasks by :meth:`from_tasks` (Used = every task on the node
+      except Pipelined and finished ones; Releasing = Releasing tasks, also in Used;
+      Pipelined = Pipelined tasks). ``Idle = allocatable - used``;
+      ``FutureIdle = Idle + Releasing - Pipelined``.
+    * ``now``: the session clock in seconds (same clock as ``job_creation``); ``cycle``: session
+      counter, part of the deterministic node tie-break.
+    """
+
+    task_status: np.ndarray
+    task_node: np.ndarray
+    job_phase: np.ndarray
+    node_used: np.ndarray
+    node_releasing: np.ndarray
+    node_pipelined: np.ndarray
+    now: float = 0.0
+    cycle: int = 0
+
+    @classmethod
+    def from_tasks(cls, problem: Problem, task_status: Iterable[int], task_node: Iterable[int],
+                   job_phase: Iterable[int], now: float = 0.0, cycle: int = 0) -> "State":
+        """Build a state, computing the node accounting from task status and node."""
+        status = np.asarray(list(task_status), np.int8).reshape(problem.n_tasks)
+        node = np.asarray(list(task_node), np.int64).reshape(problem.n_tasks)
+        phase = np.asarray(list(job_phase), np.int8).reshape(problem.n_jobs)
+        used, releasing, pipelined = node_accounting(problem, status, node)
+        return cls(status, node, phase, used, releasing, pipelined, now, cycle)
+
+    def copy(self) -> "State":
+        return dataclasses.replace(self, **{f.name: getattr(self, f.name).copy()
+                                            for f in dataclasses.fields(self)
+                                            if isinstance(getattr(self, f.name), np.ndarray)})
+
+
+def node_accounting(problem: Problem, status: np.ndarray, node: np.ndarray):
+    """(used, releasing, pipelined) per node, as NodeInfo.AddTask accumulates them."""
+    shape = (problem.n_nodes, problem.n_resources)
+    used, releasing, pipelined = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    for t in range(problem.n_tasks):
+        n, s = node[t], status[t]
+        if n < 0 or s in (TaskStatus.PENDING, TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+            continue
+        req = problem.task_request[t]
+        if s == TaskStatus.PIPELINED:
+            pipelined[n] += req
+        else:
+            used[n] += req
+            if s == TaskStatus.RELEASING:
+                releasing[n] += req
+    return used, releasing, pipelined
+
+
+# --------------------------------------------------------------------------------------------
+# Decisions: what a session decided
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Placement:
+    """A task sent to a node: bound (committed Allocate) or pipelined."""
+
+    task: int
+    node: int
+    action: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """A task evicted by preempt or reclaim, with the task it made room for."""
+
+    task: int
+    action: str
+    reason: str
+
+
+@dataclass
+class Decisions:
+    """The outcome of one session.
+
+    * ``binds``: committed allocations, in the order they were dispatched to the binder.
+    * ``pipelined``: tasks left Pipelined at session close (waiting for releasing resources).
+    * ``evictions``: tasks evicted (committed), in order.
+    * ``attempts``: ``(action, task)`` in the order each action examined pending tasks, for
+      explaining "who went first".
+    * ``state``: the state after the session (bound tasks are Binding, evicted are Releasing,
+      PodGroup phases updated by close_session).
+    """
+
+    binds: list[Placement] = field(default_factory=list)
+    pipelined: list[Placement] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    attempts: list[tuple[str, int]] = field(default_factory=list)
+    state: State | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers for compilers
+# --------------------------------------------------------------------------------------------
+
+def pod_name_index(name: str) -> int:
+    """Numeric pod index as ``helpers.GetPodIndexUnderTask`` reads it: the last dash-separated
+    part of a name with at least three parts, if it is an integer; else -1."""
+    parts = name.split("-")
+    if len(parts) >= 3:
+        try:
+            return int(parts[-1])
+        except ValueError:
+            return -1
+    return -1
+
+
+def rank_by(keys: Sequence[Any]) -> np.ndarray:
+    """Rank (0 = first) of each element under the sort order of ``keys`` (e.g. (creation, uid))."""
+    order = sorted(range(len(keys)), key=lambda i: keys[i])
+    rank = np.empty(len(keys), np.int64)
+    rank[order] = np.arange(len(keys))
+    return rank
+
+
+def is_best_effort(request: np.ndarray) -> bool:
+    """api.Resource.IsEmpty ignoring pods: every dimension below minResource."""
+    rest = np.delete(np.asarray(request, float), PODS)
+    return bool(np.all(rest < MIN_RESOURCE))
+
+
+def resource_amount(name: str, value: Any, where: str) -> float:
+    """A quantity in Volcano units for resource ``name``: cpu and scalars in milli, memory in
+    bytes, pods whole (api.NewResource)."""
+    try:
+        q = quantity.parse_quantity(value)
+    except ValueError as e:
+        raise SpecError(where, str(e)) from None
+    # Quantity.Value() / MilliValue() round up to a whole unit.
+    return float(math.ceil((q if name in ("memory", "pods") else q * 1000.0) - 1e-9))
+
+
+def resource_vector(resource_names: Sequence[str], rl: Mapping[str, Any] | None, where: str,
+                    missing: float = 0.0) -> np.ndarray:
+    """A ResourceList as a vector over ``resource_names``; unnamed dims get ``missing``
+    (0 for requests and allocatable, NaN for capability/deserved/guarantee)."""
+    vec = np.full(len(resource_names), missing)
+    index = {r: i for i, r in enumerate(resource_names)}
+    for name, value in (rl or {}).items():
+        if name not in index:
+            raise SpecError(f"{where}.{name}", "resource not in the problem's resource vector")
+        vec[index[name]] = resource_amount(name, value, f"{where}.{name}")
+    return vec
