@@ -1,0 +1,1 @@
+"""labkit: scheduler simulator and lab kit for multi-tenant AI training."""

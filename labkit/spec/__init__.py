@@ -1,0 +1,22 @@
+"""The scenario model (`Scenario`), its YAML form, presets and scheduler policies."""
+
+from .io import conf_of, dump, load, loads, policy, policy_names, preset, preset_names, resolve, validate
+from .model import (
+    Cluster,
+    Job,
+    NodePool,
+    PriorityClass,
+    Queue,
+    Scenario,
+    Scheduler,
+    SchedulerConf,
+    Task,
+    Tenant,
+    Workload,
+)
+
+__all__ = [
+    "Cluster", "Job", "NodePool", "PriorityClass", "Queue", "Scenario", "Scheduler", "SchedulerConf", "Task",
+    "Tenant", "Workload", "conf_of", "dump", "load", "loads", "policy", "policy_names", "preset", "preset_names",
+    "resolve", "validate",
+]

@@ -1,0 +1,165 @@
+"""Load, validate, resolve and dump scenarios; named presets and scheduler policies.
+
+`load` accepts a path, a mapping or a Scenario; every problem becomes one `SpecError` naming the
+field path (`jobs[3].tasks[0].resources.nvidia.com/gpu: must be >= 0`). `dump` writes YAML that
+`load` reads back to an equal Scenario. `resolve` fills in what Volcano's admission webhook and
+controllers would (task and job minAvailable, replicas, namespaces, the conf behind a policy name).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import SpecError
+from . import checks
+from .model import Scenario, SchedulerConf
+
+_PRESETS = resources.files("labkit.spec") / "presets"
+_POLICIES = resources.files("labkit.spec") / "policies"
+
+
+def _names(folder: Any) -> list[str]:
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def preset_names() -> list[str]:
+    return _names(_PRESETS)
+
+
+def policy_names() -> list[str]:
+    return _names(_POLICIES)
+
+
+def _describe(folder: Any, name: str) -> str:
+    data = yaml.safe_load((folder / f"{name}.yaml").read_text(encoding="utf-8"))
+    return str(data.get("description", "")).strip().splitlines()[0] if data.get("description") else ""
+
+
+def preset_descriptions() -> dict[str, str]:
+    return {name: _describe(_PRESETS, name) for name in preset_names()}
+
+
+def policy_descriptions() -> dict[str, str]:
+    return {name: _describe(_POLICIES, name) for name in policy_names()}
+
+
+def preset(name: str) -> Scenario:
+    """A named scenario shipped with labkit (`labkit presets` lists them)."""
+    if name not in preset_names():
+        raise SpecError("--preset", f"unknown preset {name!r}; known: {', '.join(preset_names())}")
+    return loads((_PRESETS / f"{name}.yaml").read_text(encoding="utf-8"), source=f"preset {name}")
+
+
+def policy(name: str) -> SchedulerConf:
+    """The Volcano scheduler conf behind a policy name (`labkit presets` lists them)."""
+    if name not in policy_names():
+        raise SpecError("--policy", f"unknown policy {name!r}; known: {', '.join(policy_names())}")
+    data = yaml.safe_load((_POLICIES / f"{name}.yaml").read_text(encoding="utf-8"))
+    return SchedulerConf.model_validate(data["conf"])
+
+
+def load(source: str | Path | dict | Scenario) -> Scenario:
+    """Load a scenario from a YAML file path, a mapping, or pass a Scenario through (validated)."""
+    if isinstance(source, Scenario):
+        checks.check(source, policy_names())
+        return source
+    if isinstance(source, dict):
+        return validate(source)
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError("", f"{path}: no such file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
+        raise SpecError("", f"{path}: cannot read ({err.__class__.__name__})") from None
+    return loads(text, source=str(path))
+
+
+def loads(text: str, source: str = "<text>") -> Scenario:
+    """Load a scenario from YAML text."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise SpecError("", f"{source}:{where}: not valid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise SpecError("", f"{source}: a scenario is a YAML mapping with at least a 'cluster' key")
+    return validate(data)
+
+
+def validate(data: dict) -> Scenario:
+    """Build a Scenario from plain data, turning the first problem into a SpecError."""
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as err:
+        raise _first_error(err) from None
+    checks.check(scenario, policy_names())
+    return scenario
+
+
+def _first_error(err: ValidationError) -> SpecError:
+    first = err.errors()[0]
+    path = format_path(first["loc"])
+    message = first["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.replace(prefix, "")
+    if first["type"] == "extra_forbidden":
+        message = "unknown field"
+    elif first["type"] == "missing":
+        message = "required field is missing"
+    elif first["type"] == "literal_error":
+        message = f"{first['input']!r} is not allowed; {message.replace('Input should be ', 'use ')}"
+    return SpecError(path, message)
+
+
+def format_path(loc: tuple) -> str:
+    """('jobs', 3, 'tasks', 0, 'resources', 'cpu') -> 'jobs[3].tasks[0].resources.cpu'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif "[" in str(part) or part in ("str", "int", "float", "bool"):
+            continue  # pydantic's union-member tags, not fields of the scenario
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def dump(scenario: Scenario) -> str:
+    """YAML that `load` reads back to an equal Scenario: what was given (or resolved), nothing else."""
+    data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
+
+
+def resolve(scenario: Scenario) -> Scenario:
+    """Fill in the defaults Volcano's webhook and controllers apply, and the conf behind the policy."""
+    data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for tenant, given in zip(scenario.tenants, data.get("tenants", [])):
+        given["namespace"] = tenant.ns
+    for job, given in zip(scenario.jobs, data.get("jobs", [])):
+        for task, task_data in zip(job.tasks, given["tasks"]):
+            task_data["name"] = task.name
+            task_data["replicas"] = task.replicas_resolved
+            task_data["minAvailable"] = task.min_available_resolved
+        given["minAvailable"] = job.min_available_resolved
+        given.setdefault("namespace", job.namespace)
+        given.setdefault("queue", job.queue)
+    sched = data.setdefault("scheduler", {})
+    if scenario.scheduler.conf is None:
+        name = scenario.scheduler.policy or "volcano-shipped"
+        sched["policy"] = name
+        sched["conf"] = policy(name).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    sched.setdefault("schedulePeriod", scenario.scheduler.schedule_period)
+    return validate(data)
+
+
+def conf_of(scenario: Scenario) -> SchedulerConf:
+    """The Volcano conf a scenario runs under."""
+    return scenario.scheduler.conf or policy(scenario.scheduler.policy or "volcano-shipped")

@@ -1,0 +1,597 @@
+"""The scenario model: what a lab describes, in the scheduler's own words.
+
+A Scenario holds a cluster (node pools, labels, taints, HyperNode-style topology tiers), tenants
+(Namespace + ResourceQuota + LimitRange), Volcano Queues, PriorityClasses, jobs (vcjob-like: tasks
+with replicas, per-pod requests and minAvailable), workload generators, and the scheduler policy
+written as Volcano's own `volcano-scheduler.conf`.
+
+Field names in YAML are those of Kubernetes and Volcano (`priorityClassName`, `minAvailable`,
+`nodeSelector`, `enablePreemptable`); Python attributes are their snake_case twins. Quantities and
+durations are kept as written, so `dump(load(x))` gives back what the user wrote plus defaults.
+Models are immutable; `labkit.spec.checks` adds the rules that span several fields.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+import yaml
+
+from .quantity import parse_duration, parse_quantity
+
+_RESOURCE_NAME = re.compile(r"^(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+def _non_negative_quantity(value: str | int | float) -> str | int | float:
+    if parse_quantity(value) < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _non_negative_duration(value: str | int | float) -> str | int | float:
+    if parse_duration(value) < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _positive_duration(value: str | int | float) -> str | int | float:
+    if parse_duration(value) <= 0:
+        raise ValueError("must be > 0")
+    return value
+
+
+def _object_name(value: str) -> str:
+    if len(value) > 253 or not _OBJECT_NAME.match(value):
+        raise ValueError(f"{value!r} is not a Kubernetes object name (lower case letters, digits, '-', '.')")
+    return value
+
+
+def _dns_label(value: str) -> str:
+    if len(value) > 63 or not _DNS_LABEL.match(value):
+        raise ValueError(f"{value!r} is not a DNS label (lower case letters, digits, '-', at most 63)")
+    return value
+
+
+Quantity = Annotated[str | int | float, AfterValidator(_non_negative_quantity)]
+Duration = Annotated[str | int | float, AfterValidator(_non_negative_duration)]
+PositiveDuration = Annotated[str | int | float, AfterValidator(_positive_duration)]
+ObjectName = Annotated[str, AfterValidator(_object_name)]
+Namespace = Annotated[str, AfterValidator(_dns_label)]
+
+
+def _resource_names(value: dict[str, Any]) -> dict[str, Any]:
+    for name in value:
+        if not _RESOURCE_NAME.match(name):
+            raise ValueError(f"{name!r} is not a resource name (e.g. cpu, memory, nvidia.com/gpu)")
+    return value
+
+
+ResourceList = Annotated[dict[str, Quantity], AfterValidator(_resource_names)]
+
+
+class Model(BaseModel):
+    """Base: unknown fields are errors, objects are immutable, YAML keys are camelCase."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_camel, validate_default=False
+    )
+
+
+# ---------------------------------------------------------------------------------------- cluster
+
+
+class Taint(Model):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Toleration(Model):
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes toleration matching (empty key with Exists tolerates everything)."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+class NodePool(Model):
+    """`count` identical nodes named `<name>-<i>`; `speed` scales job work on them (1 = reference GPU)."""
+
+    name: Namespace
+    count: int = Field(ge=1)
+    resources: ResourceList
+    labels: dict[str, str] = {}
+    taints: list[Taint] = []
+    speed: float = Field(default=1.0, gt=0)
+
+    @field_validator("resources")
+    @classmethod
+    def _has_capacity(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if not value:
+            raise ValueError("a node pool needs at least one resource (e.g. nvidia.com/gpu, cpu)")
+        return value
+
+    def node_names(self) -> list[str]:
+        width = len(str(self.count - 1))
+        return [f"{self.name}-{i:0{width}d}" for i in range(self.count)]
+
+
+class TopologyTier(Model):
+    """One HyperNode tier: consecutive groups of `size` members of the tier below (tier 1 groups nodes).
+
+    Tier 0 is the node itself, i.e. its NVLink domain, as in Volcano's HyperNode tiers.
+    """
+
+    name: Namespace
+    size: int = Field(ge=1)
+
+
+class Topology(Model):
+    tiers: list[TopologyTier] = Field(min_length=1)
+
+
+class Cluster(Model):
+    pools: list[NodePool] = Field(min_length=1)
+    topology: Topology | None = None
+
+
+# ---------------------------------------------------------------------------------------- tenants
+
+
+class ResourceQuota(Model):
+    """Kubernetes ResourceQuota `spec.hard` (keys such as `requests.nvidia.com/gpu`, `limits.cpu`, `pods`)."""
+
+    hard: dict[str, Quantity]
+
+
+class LimitRangeItem(Model):
+    type: Literal["Container", "Pod"] = "Container"
+    default: ResourceList = {}
+    default_request: ResourceList = {}
+    max: ResourceList = {}
+    min: ResourceList = {}
+
+
+class LimitRange(Model):
+    limits: list[LimitRangeItem] = Field(min_length=1)
+
+
+class Tenant(Model):
+    """A team: its namespace, with the quota and defaults the namespace admission applies."""
+
+    name: Namespace
+    namespace: Namespace | None = None
+    resource_quota: ResourceQuota | None = None
+    limit_range: LimitRange | None = None
+
+    @property
+    def ns(self) -> str:
+        return self.namespace or self.name
+
+
+# ---------------------------------------------------------------------------------------- queues
+
+
+class Queue(Model):
+    """A Volcano Queue (`scheduling.volcano.sh/v1beta1`), spec fields as Volcano names them."""
+
+    name: ObjectName
+    weight: int = Field(default=1, ge=1, le=65535)
+    capability: ResourceList = {}
+    deserved: ResourceList = {}
+    guarantee: ResourceList = {}
+    reclaimable: bool = True
+    priority: int = Field(default=0, ge=0)
+    parent: str = "root"
+    state: Literal["Open", "Closed"] = "Open"
+
+
+class PriorityClass(Model):
+    name: ObjectName
+    value: int = Field(ge=-2147483648, le=1000000000)
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    global_default: bool = False
+    description: str = ""
+
+
+# ---------------------------------------------------------------------------------------- jobs
+
+
+class Elastic(Model):
+    """Elastic replica bounds of a task role: runs with any count in [min, max]."""
+
+    min: int = Field(ge=1)
+    max: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Elastic:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+class NetworkTopology(Model):
+    """Volcano `networkTopology`: keep the gang inside one HyperNode of tier <= highestTierAllowed."""
+
+    mode: Literal["hard", "soft"] = "hard"
+    highest_tier_allowed: int = Field(default=1, ge=0)
+
+
+class Task(Model):
+    """A vcjob task (role): `replicas` identical pods with per-pod `resources` requests."""
+
+    name: Namespace = "worker"
+    replicas: int | None = Field(default=None, ge=1)
+    min_available: int | None = Field(default=None, ge=0)
+    resources: ResourceList = {}
+    node_selector: dict[str, str] = {}
+    tolerations: list[Toleration] = []
+    elastic: Elastic | None = None
+
+    @model_validator(mode="after")
+    def _counts(self) -> Task:
+        replicas = self.replicas_resolved
+        if self.elastic and self.replicas is not None and self.replicas != self.elastic.max:
+            raise ValueError(f"replicas ({self.replicas}) must equal elastic.max ({self.elastic.max}) or be left out")
+        if self.min_available is not None and self.min_available > replicas:
+            raise ValueError(f"minAvailable ({self.min_available}) must be <= replicas ({replicas})")
+        return self
+
+    @property
+    def replicas_resolved(self) -> int:
+        if self.replicas is not None:
+            return self.replicas
+        return self.elastic.max if self.elastic else 1
+
+    @property
+    def min_available_resolved(self) -> int:
+        """Volcano's webhook default: task.minAvailable = replicas (elastic: its min)."""
+        if self.min_available is not None:
+            return self.min_available
+        return self.elastic.min if self.elastic else self.replicas_resolved
+
+
+class Job(Model):
+    """A vcjob: tasks, gang minimum, queue, priority and the run-time model used by the simulator.
+
+    Run time is `duration` (seconds on a speed-1 node) or `work` (the same, scaled by the slowest
+    pool speed the job lands on). Eviction loses the work since the last checkpoint; a restart costs
+    `restartCost`; an evicted pod holds its resources for `gracePeriod` (terminationGracePeriodSeconds).
+    """
+
+    name: ObjectName
+    namespace: Namespace = "default"
+    queue: str = "default"
+    priority_class_name: str | None = None
+    submit: Duration = 0
+    tasks: list[Task] = Field(min_length=1)
+    min_available: int | None = Field(default=None, ge=0)
+    duration: PositiveDuration | None = None
+    work: PositiveDuration | None = None
+    checkpoint_interval: PositiveDuration | None = None
+    restart_cost: Duration = 0
+    grace_period: Duration = 30
+    preemptible: bool = True
+    network_topology: NetworkTopology | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> Job:
+        if (self.duration is None) == (self.work is None):
+            raise ValueError("give exactly one of duration (seconds of run time) or work (scaled by node speed)")
+        names = [t.name for t in self.tasks]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"task name {name!r} is used twice")
+        total = sum(t.replicas_resolved for t in self.tasks)
+        if self.min_available is not None and self.min_available > total:
+            raise ValueError(f"minAvailable ({self.min_available}) must be <= the job's {total} pods")
+        return self
+
+    @property
+    def min_available_resolved(self) -> int:
+        """Volcano's webhook default: job.minAvailable = sum of task minAvailable."""
+        if self.min_available is not None:
+            return self.min_available
+        return sum(t.min_available_resolved for t in self.tasks)
+
+
+# ---------------------------------------------------------------------------------------- workloads
+
+
+_DISTRIBUTION_PARAMETERS = {
+    "constant": ("value",),
+    "uniform": ("low", "high"),
+    "exponential": ("mean",),
+    "lognormal": ("median", "sigma"),
+    "normal": ("mean", "std"),
+    "choice": ("choices",),
+}
+
+
+class Distribution(Model):
+    """A random quantity: constant, uniform, exponential, lognormal (median, sigma), normal or choice."""
+
+    distribution: Literal["constant", "uniform", "exponential", "lognormal", "normal", "choice"]
+    value: Duration | None = None
+    low: Duration | None = None
+    high: Duration | None = None
+    mean: PositiveDuration | None = None
+    median: PositiveDuration | None = None
+    sigma: float | None = Field(default=None, ge=0)
+    std: Duration | None = None
+    choices: list[Duration] | None = None
+    weights: list[float] | None = None
+    min: Duration | None = None
+    max: Duration | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> Distribution:
+        for name in _DISTRIBUTION_PARAMETERS[self.distribution]:
+            if getattr(self, name) is None:
+                raise ValueError(f"a {self.distribution} distribution needs {name!r}")
+        if self.distribution == "uniform" and parse_duration(self.low) > parse_duration(self.high):
+            raise ValueError("low must be <= high")
+        if self.choices is not None and not self.choices:
+            raise ValueError("choices must not be empty")
+        if self.weights is not None:
+            if self.choices is None or len(self.weights) != len(self.choices):
+                raise ValueError("weights needs one weight per choice")
+            if any(w < 0 for w in self.weights) or sum(self.weights) <= 0:
+                raise ValueError("weights must be >= 0 and not all 0")
+        return self
+
+
+def _random(value: Any) -> Any:
+    """A number/duration, or a mapping read as a Distribution (one clear error either way)."""
+    if isinstance(value, (Distribution, dict)):
+        if isinstance(value, Distribution):
+            return value
+        try:
+            return Distribution.model_validate(value)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ValueError(f"{where}: {first['msg']}" if where else first["msg"]) from None
+    parse_duration(value)
+    return _non_negative_duration(value)
+
+
+Random = Annotated[Any, PlainValidator(_random)]
+
+
+class Arrival(Model):
+    """Arrival process: `poisson` (exponential gaps of mean `interval`) or `fixed` (every `interval`)."""
+
+    process: Literal["poisson", "fixed"] = "poisson"
+    interval: PositiveDuration
+
+
+class Workload(Model):
+    """A generator of jobs, e.g. "team B submits a fine-tuning job every 5 minutes on average".
+
+    Each job asks for `gpus` GPUs (a random quantity), split into pods of at most `gpusPerPod`
+    (multi-node jobs become gangs of whole-node pods); each pod requests `resources` plus `perGpu`
+    for every GPU it holds. A job with 0 GPUs is one pod with `resources` only (CPU work).
+    """
+
+    name: Namespace
+    namespace: Namespace = "default"
+    queue: str = "default"
+    priority_class_name: str | None = None
+    arrival: Arrival
+    start: Duration = 0
+    end: PositiveDuration | None = None
+    count: int | None = Field(default=None, ge=1)
+    gpus: Random = 0
+    gpus_per_pod: int = Field(default=8, ge=1)
+    gpu_resource: str = "nvidia.com/gpu"
+    resources: ResourceList = {}
+    per_gpu: ResourceList = {}
+    duration: Random
+    checkpoint_interval: PositiveDuration | None = None
+    restart_cost: Duration = 0
+    grace_period: Duration = 30
+    preemptible: bool = True
+    network_topology: NetworkTopology | None = None
+    seed: int | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Workload:
+        if self.end is None and self.count is None:
+            raise ValueError("give end (a time) or count (a number of jobs), or both")
+        if self.end is not None and parse_duration(self.end) <= parse_duration(self.start):
+            raise ValueError("end must be after start")
+        return self
+
+    def pod_shape(self, gpus: int) -> tuple[int, dict[str, float]]:
+        """(replicas, per-pod requests in base units) for a job of `gpus` GPUs.
+
+        Up to `gpusPerPod` GPUs make one pod; more are split into equal pods, rounded up.
+        """
+        replicas = max(1, -(-gpus // self.gpus_per_pod))
+        per_pod = -(-gpus // replicas)
+        pod = {name: parse_quantity(v) for name, v in self.resources.items()}
+        for name, amount in self.per_gpu.items():
+            pod[name] = pod.get(name, 0.0) + parse_quantity(amount) * per_pod
+        if per_pod:
+            pod[self.gpu_resource] = pod.get(self.gpu_resource, 0.0) + per_pod
+        return replicas, pod
+
+
+# ---------------------------------------------------------------------------------------- scheduler
+
+# The YAML switch of each Volcano extension point (`pkg/scheduler/conf/scheduler_conf.go`) and the
+# value it takes when a conf file leaves it out (`pkg/scheduler/plugins/defaults.go`).
+EXTENSION_POINTS: dict[str, tuple[str, bool]] = {
+    "jobOrder": ("enableJobOrder", True),
+    "hierarchy": ("enableHierarchy", False),
+    "jobReady": ("enableJobReady", True),
+    "jobPipelined": ("enableJobPipelined", True),
+    "taskOrder": ("enableTaskOrder", True),
+    "preemptable": ("enablePreemptable", True),
+    "reclaimable": ("enableReclaimable", True),
+    "preemptive": ("enablePreemptive", True),
+    "queueOrder": ("enableQueueOrder", True),
+    "clusterOrder": ("enabledClusterOrder", False),
+    "predicate": ("enablePredicate", True),
+    "bestNode": ("enableBestNode", True),
+    "nodeOrder": ("enableNodeOrder", True),
+    "targetJob": ("enableTargetJob", True),
+    "reservedNodes": ("enableReservedNodes", True),
+    "jobEnqueued": ("enableJobEnqueued", True),
+    "victim": ("enabledVictim", True),
+    "jobStarving": ("enableJobStarving", True),
+    "overused": ("enabledOverused", True),
+    "allocatable": ("enabledAllocatable", True),
+    "hyperNodeOrder": ("enabledHyperNodeOrder", True),
+    "subJobReady": ("enabledSubJobReady", True),
+    "subJobPipelined": ("enabledSubJobPipelined", True),
+    "subJobOrder": ("enabledSubJobOrder", True),
+    "hyperNodeGradient": ("enabledHyperNodeGradient", True),
+}
+
+# Plugin and action names registered by Volcano v1.15 (`pkg/scheduler/plugins/factory.go`,
+# `pkg/scheduler/actions/factory.go`).
+VOLCANO_PLUGINS = (
+    "priority", "gang", "conformance", "drf", "proportion", "capacity", "predicates", "nodeorder", "binpack",
+    "overcommit", "sla", "network-topology-aware", "task-topology", "tdm", "deviceshare", "numa-aware", "cdp",
+    "rescheduling", "usage", "pdb", "nodegroup", "extender", "resourcequota", "resource-strategy-fit",
+)
+VOLCANO_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle", "gangpreempt", "gangreclaim")
+
+PluginSwitches = create_model(
+    "PluginSwitches",
+    __config__=ConfigDict(extra="forbid", frozen=True),
+    **{switch: (bool | None, None) for switch, _ in EXTENSION_POINTS.values()},
+)
+
+
+class PluginOption(PluginSwitches):  # type: ignore[misc, valid-type]
+    """One plugin of a tier, with Volcano's `enable*` switches (unset = Volcano's default) and arguments."""
+
+    name: str
+    arguments: dict[str, Any] = {}
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in VOLCANO_PLUGINS:
+            raise ValueError(f"unknown plugin {value!r}; Volcano plugins are {', '.join(VOLCANO_PLUGINS)}")
+        return value
+
+    def enabled(self) -> frozenset[str]:
+        """The extension points this plugin registers, with Volcano's defaults applied."""
+        on = set()
+        for point, (switch, default) in EXTENSION_POINTS.items():
+            value = getattr(self, switch)
+            if default if value is None else value:
+                on.add(point)
+        return frozenset(on)
+
+
+class Tier(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    plugins: list[PluginOption] = Field(min_length=1)
+
+
+class ActionConfiguration(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    arguments: dict[str, Any] = {}
+
+
+class SchedulerConf(BaseModel):
+    """`volcano-scheduler.conf` as Volcano reads it: `actions` (comma list), `tiers`, `configurations`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    actions: str
+    tiers: list[Tier] = Field(min_length=1)
+    configurations: list[ActionConfiguration] = []
+    metrics: dict[str, Any] = {}
+
+    @field_validator("actions")
+    @classmethod
+    def _known_actions(cls, value: str) -> str:
+        names = [a.strip() for a in value.split(",")]
+        for name in names:
+            if name not in VOLCANO_ACTIONS:
+                raise ValueError(f"unknown action {name!r}; Volcano actions are {', '.join(VOLCANO_ACTIONS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _volcano_rules(self) -> SchedulerConf:
+        for tier in self.tiers:
+            names = {p.name for p in tier.plugins}
+            hdrf = any(p.name == "drf" and "hierarchy" in p.enabled() for p in tier.plugins)
+            if hdrf and "proportion" in names:
+                raise ValueError("drf with enableHierarchy and proportion cannot be in the same tier (Volcano rejects it)")
+        for conf in self.configurations:
+            if conf.name not in self.action_list():
+                raise ValueError(f"configurations names action {conf.name!r}, which is not in actions")
+        return self
+
+    def action_list(self) -> list[str]:
+        return [a.strip() for a in self.actions.split(",")]
+
+
+def _conf_text(value: Any) -> Any:
+    """Accept the conf as the ConfigMap holds it: one YAML string (`volcano-scheduler.conf: |`)."""
+    if isinstance(value, str):
+        try:
+            return yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            raise ValueError(f"not YAML: {str(err).splitlines()[0]}") from None
+    return value
+
+
+class Scheduler(Model):
+    """The policy: a named preset (`labkit presets`) or Volcano's own conf; `conf` wins when both are given."""
+
+    policy: str | None = None
+    conf: Annotated[SchedulerConf | None, BeforeValidator(_conf_text)] = None
+    schedule_period: PositiveDuration = 1
+
+
+# ---------------------------------------------------------------------------------------- scenario
+
+
+class Scenario(Model):
+    """Everything one lab runs: build it in Python or load it with `labkit.load`."""
+
+    name: str = "scenario"
+    description: str = ""
+    seed: int = 0
+    horizon: PositiveDuration | None = None
+    cluster: Cluster
+    tenants: list[Tenant] = []
+    queues: list[Queue] = []
+    priority_classes: list[PriorityClass] = []
+    jobs: list[Job] = []
+    workloads: list[Workload] = []
+    scheduler: Scheduler = Scheduler(policy="volcano-shipped")
