@@ -1,0 +1,134 @@
+"""The `labkit` command. Exit codes: 0 ok, 1 a check failed, 2 bad input (one line on stderr)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from . import spec
+from .errors import LabkitError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit 2, like every other bad input."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise LabkitError(f"{self.prog}: {message}")
+
+
+def _add_source(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("scenario", nargs="?", help="scenario YAML file, or - for standard input")
+    parser.add_argument("--preset", metavar="NAME", help="a scenario shipped with labkit (see `labkit presets`)")
+
+
+def _scenario(args: argparse.Namespace) -> spec.Scenario:
+    if (args.scenario is None) == (args.preset is None):
+        raise LabkitError("give a SCENARIO file (or - for stdin) or --preset NAME, not both")
+    if args.preset is not None:
+        return spec.preset(args.preset)
+    if args.scenario == "-":
+        return spec.loads(sys.stdin.read(), source="<stdin>")
+    return spec.load(args.scenario)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    scenario = _scenario(args)
+    jobs = len(scenario.jobs)
+    made = f" + {len(scenario.workloads)} workload generator(s)" if scenario.workloads else ""
+    nodes = sum(p.count for p in scenario.cluster.pools)
+    print(f"ok: {scenario.name}: {nodes} nodes, {len(scenario.queues)} queue(s), {jobs} job(s){made}")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .workloads import expand
+
+    scenario = spec.resolve(_scenario(args))
+    if args.expand:
+        scenario = expand(scenario)
+    if args.yaml:
+        sys.stdout.write(spec.dump(scenario))
+        return EXIT_OK
+    nodes = sum(p.count for p in scenario.cluster.pools)
+    print(f"{scenario.name}: {scenario.description}".rstrip(": "))
+    for pool in scenario.cluster.pools:
+        res = ", ".join(f"{k}={v}" for k, v in pool.resources.items())
+        print(f"  pool {pool.name}: {pool.count} x ({res})")
+    print(f"  {nodes} nodes; queues: {', '.join(q.name for q in scenario.queues) or '(default only)'}")
+    print(f"  jobs: {len(scenario.jobs)}; workload generators: {len(scenario.workloads)}")
+    conf = spec.conf_of(scenario)
+    print(f"  scheduler: {scenario.scheduler.policy or 'custom conf'}; actions: {conf.actions}")
+    return EXIT_OK
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    from .spec.io import policy_descriptions, preset_descriptions
+
+    scenarios, policies = preset_descriptions(), policy_descriptions()
+    if args.json:
+        print(json.dumps({"scenarios": scenarios, "policies": policies}, ensure_ascii=False, indent=2))
+        return EXIT_OK
+    print("scenarios (--preset):")
+    for name, text in scenarios.items():
+        print(f"  {name:22} {text}")
+    print("policies (--policy, scheduler.policy):")
+    for name, text in policies.items():
+        print(f"  {name:22} {text}")
+    return EXIT_OK
+
+
+def cmd_conformance(args: argparse.Namespace) -> int:
+    from .conformance import format_report, run_cases
+
+    results = run_cases(args.cases)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in results], indent=2))
+    else:
+        print(format_report(results))
+    failed = sum(1 for r in results if not r.passed and not r.skipped)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="labkit", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands: list[tuple[str, str, Callable[[argparse.Namespace], int]]] = [
+        ("validate", "check a scenario; one line naming the field on error (exit 2)", cmd_validate),
+        ("show", "print the resolved scenario", cmd_show),
+        ("presets", "list the shipped scenarios and scheduler policies", cmd_presets),
+        ("conformance", "run oracle cases (neutral YAML format); last line 'N passed, M failed'", cmd_conformance),
+    ]
+    for name, text, func in commands:
+        p = sub.add_parser(name, help=text, description=text)
+        p.set_defaults(func=func)
+        if name in ("validate", "show"):
+            _add_source(p)
+        if name == "show":
+            p.add_argument("--yaml", action="store_true", help="print YAML that `labkit validate -` accepts")
+            p.add_argument("--expand", action="store_true", help="replace workload generators by their jobs")
+        if name == "conformance":
+            p.add_argument("cases", help="a case file in the neutral oracle format")
+        if name in ("presets", "conformance"):
+            p.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except LabkitError as err:
+        print(f"labkit: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
