@@ -114,7 +114,15 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("cases", help="a case file in the neutral oracle format")
         if name in ("presets", "conformance"):
             p.add_argument("--json", action="store_true", help="machine-readable output")
+    _register_plugins(sub)
     return parser
+
+
+def _register_plugins(sub) -> None:
+    """Subcommands that live beside their subsystem (`labkit.k8s.commands.register`)."""
+    from .k8s import commands as k8s_commands
+
+    k8s_commands.register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

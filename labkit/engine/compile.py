@@ -1,0 +1,299 @@
+"""Scenario -> Problem: the whole scenario as flat arrays, the way Volcano's objects would look.
+
+`compile_scenario` expands workload generators, applies what the API server and Volcano's
+controllers would do to the objects a lab writes, and returns a `Compiled`: the `Problem` (every
+PodGroup and pod the scenario will ever create, see `labkit.engine.problem`) plus the timing the
+simulator needs (submit times, run times, checkpoints, grace periods, node speeds).
+
+What is applied, as on a real cluster:
+* vcjob webhook defaults: task.minAvailable = replicas, job.minAvailable = sum of them;
+* vcjob controller: one PodGroup per job (minMember, minTaskMember per task, minResources from
+  the first minAvailable pods as `calcPGMinResources` sums them); pods named `<job>-<task>-<i>`
+  that inherit the job's priorityClassName;
+* PriorityClass admission: pod priority and preemptionPolicy from the class, or from the
+  globalDefault class, else 0;
+* LimitRange: containers without a cpu/memory request get `defaultRequest` (else `default`);
+* the `volcano.sh/preemptable` annotation from `preemptible`;
+* Volcano's own `default` queue, created by the scheduler before any user queue.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SpecError
+from ..spec import Scenario, conf_of
+from ..spec.model import Job, Task, Tenant
+from ..spec.quantity import parse_duration
+from ..workloads import expand
+from .problem import (
+    BASE_RESOURCES,
+    EXT_NAMES,
+    PLUGIN_NAMES,
+    PODS,
+    ACTION_NAMES,
+    Problem,
+    is_best_effort,
+    policy_from_conf,
+    rank_by,
+    resource_vector,
+)
+
+DEFAULT_MAX_PODS = 110
+"""kubelet's default `maxPods`, used when a node pool does not list `pods`."""
+
+CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A Problem plus the timing the simulator needs, all indexed like the Problem.
+
+    * ``job_submit`` (J,) seconds; ``job_work`` (J,) seconds of run time at speed 1;
+      ``job_uses_speed`` (J,) bool: run time scales with the slowest node speed (`work`) or not
+      (`duration`); ``job_checkpoint`` (J,) seconds between checkpoints, inf = none;
+      ``job_restart_cost`` (J,) seconds added to every run after an eviction;
+      ``job_grace`` (J,) termination grace period of its pods; ``node_speed`` (N,).
+    * ``job_pods`` (J+1,) offsets: the tasks of job j are ``job_pods[j]:job_pods[j+1]``.
+    * ``horizon`` seconds, inf when the scenario sets none; ``schedule_period`` seconds.
+    """
+
+    problem: Problem
+    scenario: Scenario
+    job_submit: np.ndarray
+    job_work: np.ndarray
+    job_uses_speed: np.ndarray
+    job_checkpoint: np.ndarray
+    job_restart_cost: np.ndarray
+    job_grace: np.ndarray
+    job_pods: np.ndarray
+    node_speed: np.ndarray
+    horizon: float
+    schedule_period: float
+
+
+def compile_scenario(scenario: Scenario) -> Compiled:
+    """Compile a (validated) Scenario; bad combinations raise SpecError naming the field."""
+    scenario = expand(scenario)
+    tenants = {t.ns: t for t in scenario.tenants}
+    pod_requests = [[_pod_request(task, tenants.get(job.namespace)) for task in job.tasks] for job in scenario.jobs]
+    resources = _resource_names(scenario, pod_requests)
+
+    nodes = [(pool, name) for pool in scenario.cluster.pools for name in pool.node_names()]
+    node_alloc = np.array([
+        resource_vector(resources, {"pods": DEFAULT_MAX_PODS, **pool.resources}, f"cluster.pools[{i}].resources")
+        for i, pool in enumerate(scenario.cluster.pools) for _ in range(pool.count)
+    ]).reshape(len(nodes), len(resources))
+
+    queues = _queues(scenario)
+    queue_index = {q["name"]: i for i, q in enumerate(queues)}
+    classes = {p.name: p for p in scenario.priority_classes}
+    default_class = next((p for p in scenario.priority_classes if p.global_default), None)
+
+    role_names = sorted({task.name for job in scenario.jobs for task in job.tasks})
+    role_index = {r: i for i, r in enumerate(role_names)}
+    feasibility: dict[tuple, int] = {}
+    class_rows: list[np.ndarray] = []
+
+    task_fields: dict[str, list] = {k: [] for k in (
+        "names", "job", "role", "request", "priority", "never", "preemptable", "best_effort", "critical", "index",
+        "key", "cls")}
+    job_fields: dict[str, list] = {k: [] for k in ("priority", "min_task", "min_res")}
+    job_pods = [0]
+    for j, job in enumerate(scenario.jobs):
+        pclass = classes.get(job.priority_class_name) if job.priority_class_name else default_class
+        priority = pclass.value if pclass else 0
+        never = bool(pclass and pclass.preemption_policy == "Never")
+        critical = job.namespace == "kube-system" or (job.priority_class_name in CRITICAL_CLASSES)
+        min_task = np.zeros(len(role_names), np.int64)
+        for k, task in enumerate(job.tasks):
+            where = f"jobs[{j}].tasks[{k}].resources"
+            request = resource_vector(resources, pod_requests[j][k], where)
+            request[PODS] = 1.0
+            min_task[role_index[task.name]] = task.min_available_resolved
+            cls = _feasibility_class(task, nodes, feasibility, class_rows)
+            for i in range(task.replicas_resolved):
+                task_fields["names"].append(f"{job.namespace}/{job.name}-{task.name}-{i}")
+                task_fields["job"].append(j)
+                task_fields["role"].append(role_index[task.name])
+                task_fields["request"].append(request)
+                task_fields["priority"].append(priority)
+                task_fields["never"].append(never)
+                task_fields["preemptable"].append(job.preemptible)
+                task_fields["best_effort"].append(is_best_effort(request))
+                task_fields["critical"].append(critical)
+                task_fields["index"].append(i)
+                task_fields["key"].append((parse_duration(job.submit), j, k, i))
+                task_fields["cls"].append(cls)
+        job_fields["priority"].append(priority)
+        job_fields["min_task"].append(min_task)
+        job_fields["min_res"].append(_min_resources(job, [
+            resource_vector(resources, pod_requests[j][k], "") + _pods_one(resources) for k in range(len(job.tasks))]))
+        job_pods.append(len(task_fields["names"]))
+
+    n_jobs, n_res = len(scenario.jobs), len(resources)
+    submit = np.array([parse_duration(j.submit) for j in scenario.jobs], float)
+    problem = Problem(
+        resource_names=tuple(resources),
+        node_names=tuple(name for _, name in nodes),
+        node_allocatable=node_alloc,
+        node_schedulable=np.ones(len(nodes), bool),
+        queue_names=tuple(q["name"] for q in queues),
+        queue_weight=np.array([q["weight"] for q in queues], float),
+        queue_capability=_queue_matrix(queues, "capability", resources),
+        queue_deserved=_queue_matrix(queues, "deserved", resources),
+        queue_guarantee=_queue_matrix(queues, "guarantee", resources),
+        queue_priority=np.array([q["priority"] for q in queues], np.int64),
+        queue_parent=np.array([queue_index.get(q["parent"], -1) for q in queues], np.int64),
+        queue_reclaimable=np.array([q["reclaimable"] for q in queues], bool),
+        queue_open=np.array([q["state"] == "Open" for q in queues], bool),
+        queue_rank=np.arange(len(queues), dtype=np.int64),
+        role_names=tuple(role_names),
+        job_names=tuple(f"{j.namespace}/{j.name}" for j in scenario.jobs),
+        job_queue=np.array([queue_index[j.queue] for j in scenario.jobs], np.int64),
+        job_priority=np.array(job_fields["priority"], np.int64),
+        job_min_member=np.array([j.min_available_resolved for j in scenario.jobs], np.int64),
+        job_min_task_member=np.array(job_fields["min_task"], np.int64).reshape(n_jobs, len(role_names)),
+        job_min_resources=np.array(job_fields["min_res"], float).reshape(n_jobs, n_res),
+        job_has_min_resources=np.ones(n_jobs, bool),
+        job_rank=rank_by([(submit[i], f"{j.namespace}/{j.name}") for i, j in enumerate(scenario.jobs)]),
+        job_creation=submit,
+        job_sla_waiting=np.full(n_jobs, np.nan),
+        job_preemptable=np.zeros(n_jobs, bool),
+        task_names=tuple(task_fields["names"]),
+        task_job=np.array(task_fields["job"], np.int64),
+        task_role=np.array(task_fields["role"], np.int64),
+        task_request=np.array(task_fields["request"], float).reshape(len(task_fields["names"]), n_res),
+        task_priority=np.array(task_fields["priority"], np.int64),
+        task_preempt_never=np.array(task_fields["never"], bool),
+        task_preemptable=np.array(task_fields["preemptable"], bool),
+        task_best_effort=np.array(task_fields["best_effort"], bool),
+        task_critical=np.array(task_fields["critical"], bool),
+        task_index=np.array(task_fields["index"], np.int64),
+        task_rank=rank_by(task_fields["key"]),
+        task_class=np.array(task_fields["cls"], np.int64),
+        class_node_ok=np.array(class_rows, bool).reshape(len(class_rows), len(nodes)),
+        policy=_policy(scenario, resources),
+    )
+    return Compiled(
+        problem=problem,
+        scenario=scenario,
+        job_submit=submit,
+        job_work=np.array([parse_duration(j.work if j.work is not None else j.duration) for j in scenario.jobs], float),
+        job_uses_speed=np.array([j.work is not None for j in scenario.jobs], bool),
+        job_checkpoint=np.array([parse_duration(j.checkpoint_interval) if j.checkpoint_interval else math.inf
+                                 for j in scenario.jobs], float),
+        job_restart_cost=np.array([parse_duration(j.restart_cost) for j in scenario.jobs], float),
+        job_grace=np.array([parse_duration(j.grace_period) for j in scenario.jobs], float),
+        job_pods=np.array(job_pods, np.int64),
+        node_speed=np.array([pool.speed for pool, _ in nodes], float),
+        horizon=parse_duration(scenario.horizon) if scenario.horizon is not None else math.inf,
+        schedule_period=parse_duration(scenario.scheduler.schedule_period),
+    )
+
+
+def _pods_one(resources: list[str]) -> np.ndarray:
+    vec = np.zeros(len(resources))
+    vec[PODS] = 1.0
+    return vec
+
+
+def _pod_request(task: Task, tenant: Tenant | None) -> dict:
+    """The pod's requests after LimitRange defaulting (a container's missing cpu/memory request)."""
+    request = dict(task.resources)
+    if tenant is not None and tenant.limit_range is not None:
+        for item in tenant.limit_range.limits:
+            if item.type != "Container":
+                continue
+            for name, amount in {**item.default, **item.default_request}.items():
+                request.setdefault(name, amount)
+    return request
+
+
+def _resource_names(scenario: Scenario, pod_requests: list[list[dict]]) -> list[str]:
+    named = {name for pool in scenario.cluster.pools for name in pool.resources}
+    named |= {name for job in pod_requests for pod in job for name in pod}
+    for q in scenario.queues:
+        named |= set(q.capability) | set(q.deserved) | set(q.guarantee)
+    return list(BASE_RESOURCES) + sorted(named - set(BASE_RESOURCES))
+
+
+def _queues(scenario: Scenario) -> list[dict]:
+    """Volcano's `default` queue first (the scheduler creates it at start), then the scenario's."""
+    given = [q.model_dump() for q in scenario.queues]
+    if not any(q["name"] == "default" for q in given):
+        default = {"name": "default", "weight": 1, "capability": {}, "deserved": {}, "guarantee": {},
+                   "reclaimable": True, "priority": 0, "parent": "root", "state": "Open"}
+        given.insert(0, default)
+    return given
+
+
+def _queue_matrix(queues: list[dict], field: str, resources: list[str]) -> np.ndarray:
+    rows = [resource_vector(resources, q[field], f"queues.{q['name']}.{field}", missing=np.nan) for q in queues]
+    return np.array(rows, float).reshape(len(queues), len(resources))
+
+
+def _feasibility_class(task: Task, nodes: list, seen: dict[tuple, int], rows: list[np.ndarray]) -> int:
+    """Group tasks by (nodeSelector, tolerations); each class gets its node mask once."""
+    key = (tuple(sorted(task.node_selector.items())), tuple(t.model_dump_json() for t in task.tolerations))
+    if key not in seen:
+        ok = [
+            all(pool.labels.get(k) == v for k, v in task.node_selector.items())
+            and all(any(t.tolerates(taint) for t in task.tolerations)
+                    for taint in pool.taints if taint.effect != "PreferNoSchedule")
+            for pool, _ in nodes
+        ]
+        seen[key] = len(rows)
+        rows.append(np.array(ok, bool))
+    return seen[key]
+
+
+def _min_resources(job: Job, per_task: list[np.ndarray]) -> np.ndarray:
+    """PodGroup minResources as the vcjob controller sums them (`calcPGMinResources`).
+
+    Tasks all share the job's priority here, so their conf order is the priority order.
+    """
+    need = job.min_available_resolved
+    total = np.zeros_like(per_task[0])
+    mins = [t.min_available_resolved for t in job.tasks]
+    if need < sum(mins):
+        for task, request in zip(job.tasks, per_task):
+            take = min(need, task.replicas_resolved)
+            total += request * take
+            need -= take
+            if need <= 0:
+                break
+        return total
+    for m, request in zip(mins, per_task):
+        total += request * m
+    left = need - sum(mins)
+    for task, m, request in zip(job.tasks, mins, per_task):
+        if left <= 0:
+            break
+        take = min(left, task.replicas_resolved - m)
+        total += request * take
+        left -= take
+    return total
+
+
+def _policy(scenario: Scenario, resources: list[str]):
+    conf = conf_of(scenario)
+    where = "scheduler.conf"
+    for action in conf.action_list():
+        if action not in ACTION_NAMES:
+            raise SpecError(f"{where}.actions", f"action {action!r} is not simulated by labkit "
+                                                f"(simulated: {', '.join(ACTION_NAMES)})")
+    tiers = []
+    for t, tier in enumerate(conf.tiers):
+        entries = []
+        for p, plugin in enumerate(tier.plugins):
+            if plugin.name not in PLUGIN_NAMES:
+                raise SpecError(f"{where}.tiers[{t}].plugins[{p}].name",
+                                f"plugin {plugin.name!r} is not simulated by labkit (simulated: {', '.join(PLUGIN_NAMES)})")
+            enabled = {point for point in plugin.enabled() if point in EXT_NAMES}
+            entries.append({"name": plugin.name, "enabled": enabled, "arguments": dict(plugin.arguments)})
+        tiers.append(entries)
+    return policy_from_conf(conf.action_list(), tiers, resources)

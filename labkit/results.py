@@ -1,0 +1,80 @@
+"""Result: what a simulated (or real) run produced, as pandas DataFrames with documented columns.
+
+* ``jobs``: one row per job — name, namespace, queue, priority, gpus (requested in total), submit,
+  enqueue (first time its PodGroup left Pending), start (first time minAvailable pods ran), end,
+  state (Completed, Running, Inqueue, Pending), evictions (pods evicted), lost_work (seconds of
+  work thrown away by evictions, back to the last checkpoint), wait (start - submit),
+  jct (end - submit).
+* ``tasks``: one row per pod run — job, role, index, node, start, end, and one column per resource
+  in the scenario's units (cpu cores, memory bytes, GPUs, pods), e.g. ``nvidia.com/gpu``.
+* ``events``: time, kind (Submitted, Enqueued, Bound, Pipelined, Started, Evicted, Restarting,
+  Deleted, Completed), job, task, node, reason, message.
+
+Times are seconds on the simulated clock; NaN means "did not happen (yet)".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .spec import Scenario
+
+JOB_COLUMNS = ["name", "namespace", "queue", "priority", "gpus", "submit", "enqueue", "start", "end", "state",
+               "evictions", "lost_work", "wait", "jct"]
+TASK_COLUMNS = ["job", "role", "index", "node", "start", "end"]
+EVENT_COLUMNS = ["time", "kind", "job", "task", "node", "reason", "message"]
+
+
+@dataclass(frozen=True)
+class Result:
+    """The tables of one run, the scenario it came from, and a few run facts (`info`)."""
+
+    scenario: Scenario
+    jobs: pd.DataFrame
+    tasks: pd.DataFrame
+    events: pd.DataFrame
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """Headline numbers: jobs done, mean/p95 wait, makespan, GPU utilisation, evictions."""
+        jobs = self.jobs
+        done = jobs[jobs.state == "Completed"]
+        started = jobs[jobs.start.notna()]
+        gpu_cols = [c for c in self.tasks.columns if c.endswith("/gpu")]
+        horizon = self.info.get("horizon", math.inf)
+        end = horizon if math.isfinite(horizon) else float(np.nanmax(jobs.end.to_numpy(), initial=0.0))
+        gpu_seconds = 0.0
+        if len(self.tasks) and gpu_cols:
+            ends = self.tasks.end.fillna(end).clip(upper=end)
+            gpu_seconds = float(((ends - self.tasks.start).clip(lower=0) * self.tasks[gpu_cols].sum(axis=1)).sum())
+        capacity = self.info.get("gpus", 0) * end
+        return {
+            "jobs": int(len(jobs)),
+            "completed": int(len(done)),
+            "running": int((jobs.state == "Running").sum()),
+            "waiting": int(jobs.state.isin(["Pending", "Inqueue"]).sum()),
+            "mean_wait_s": _round(started.wait.mean()),
+            "p95_wait_s": _round(started.wait.quantile(0.95)) if len(started) else math.nan,
+            "mean_jct_s": _round(done.jct.mean()),
+            "makespan_s": _round(end),
+            "gpu_utilisation": round(gpu_seconds / capacity, 4) if capacity else math.nan,
+            "evictions": int(jobs.evictions.sum()),
+            "lost_work_s": _round(jobs.lost_work.sum()),
+            "sessions": int(self.info.get("sessions", 0)),
+        }
+
+    def per_queue(self) -> pd.DataFrame:
+        """Jobs, completed, mean wait and GPU-seconds run, per queue."""
+        jobs = self.jobs
+        table = jobs.groupby("queue").agg(jobs=("name", "size"), completed=("state", lambda s: int((s == "Completed").sum())),
+                                          mean_wait_s=("wait", "mean"), evictions=("evictions", "sum"))
+        return table.round(1)
+
+
+def _round(x: float) -> float:
+    return round(float(x), 1) if x == x else math.nan
