@@ -81,6 +81,39 @@ def cmd_presets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .engine.simulate import simulate
+
+    result = simulate(_scenario(args), policy=args.policy)
+    summary = result.summary()
+    if args.json:
+        jobs = result.jobs.astype(object).where(result.jobs.notna(), None)
+        print(json.dumps({"scenario": result.scenario.name, "summary": summary, "jobs": jobs.to_dict("records")},
+                         ensure_ascii=False, default=float))
+        return EXIT_OK
+    print(f"{result.scenario.name}: {summary['jobs']} jobs on {result.info['nodes']} nodes, "
+          f"policy {result.scenario.scheduler.policy or 'custom conf'}")
+    print(result.per_queue().to_string())
+    width = max(len(k) for k in summary)
+    for key, value in summary.items():
+        print(f"  {key:{width}} {value}")
+    return EXIT_OK
+
+
+def cmd_cycle(args: argparse.Namespace) -> int:
+    from .engine.simulate import cycle
+
+    decided = cycle(_scenario(args), policy=args.policy)
+    table = decided.table()
+    if args.json:
+        print(json.dumps({"decisions": table.to_dict("records"), "podgroups": decided.phases()}, indent=2))
+        return EXIT_OK
+    print(table.to_string(index=False) if len(table) else "no decisions")
+    for name, phase in decided.phases().items():
+        print(f"  podgroup {name}: {phase}")
+    return EXIT_OK
+
+
 def cmd_conformance(args: argparse.Namespace) -> int:
     from .conformance import format_report, run_cases
 
@@ -100,19 +133,23 @@ def build_parser() -> argparse.ArgumentParser:
         ("validate", "check a scenario; one line naming the field on error (exit 2)", cmd_validate),
         ("show", "print the resolved scenario", cmd_show),
         ("presets", "list the shipped scenarios and scheduler policies", cmd_presets),
+        ("simulate", "run a scenario on the simulated clock and print its summary", cmd_simulate),
+        ("cycle", "run one scheduling session on the scenario as a snapshot", cmd_cycle),
         ("conformance", "run oracle cases (neutral YAML format); last line 'N passed, M failed'", cmd_conformance),
     ]
     for name, text, func in commands:
         p = sub.add_parser(name, help=text, description=text)
         p.set_defaults(func=func)
-        if name in ("validate", "show"):
+        if name in ("validate", "show", "simulate", "cycle"):
             _add_source(p)
+        if name in ("simulate", "cycle"):
+            p.add_argument("--policy", metavar="NAME", help="run under this policy preset instead of the scenario's")
         if name == "show":
             p.add_argument("--yaml", action="store_true", help="print YAML that `labkit validate -` accepts")
             p.add_argument("--expand", action="store_true", help="replace workload generators by their jobs")
         if name == "conformance":
             p.add_argument("cases", help="a case file in the neutral oracle format")
-        if name in ("presets", "conformance"):
+        if name in ("presets", "conformance", "simulate", "cycle"):
             p.add_argument("--json", action="store_true", help="machine-readable output")
     _register_plugins(sub)
     return parser

@@ -24,6 +24,7 @@ snapshot holds only live objects.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from collections.abc import Callable
@@ -106,8 +107,7 @@ class Simulation:
 
     def _apply_event(self, now: float, kind: int, index: int, version: int) -> bool:
         if kind == ARRIVAL:
-            self.present[index] = True
-            self._log(now, "Submitted", index)
+            self.arrive(now, index)
         elif kind == RELEASED:
             self._released(now, index)
         elif kind == FINISH:
@@ -116,13 +116,33 @@ class Simulation:
             self._finish(now, index)
         return True
 
+    def arrive(self, now: float, j: int) -> None:
+        """The PodGroup appears; a job with a `status` snapshot starts in that state."""
+        self.present[j] = True
+        self._log(now, "Submitted", j)
+        status = self.c.scenario.jobs[j].status
+        if status is None:
+            return
+        self._set_phase(now, j, PodGroupPhase[status.phase.upper()])
+        node_index = {name: n for n, name in enumerate(self.p.node_names)}
+        lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
+        for t in range(lo, hi):
+            placed = status.running.get(self.p.role_names[self.p.task_role[t]], [])
+            if self.p.task_index[t] < len(placed):
+                self._bind(now, t, node_index[placed[self.p.task_index[t]]], "running in the snapshot")
+        self._maybe_start(now, j)
+
     # ---------------------------------------------------------------------------- sessions
 
     def _run_session(self, now: float) -> bool:
         """Run one session on the live objects; apply its decisions. True if anything changed."""
+        return self.session_once(now)[1]
+
+    def session_once(self, now: float) -> tuple[Decisions | None, bool]:
+        """One session at `now`: its decisions (in full-problem indices) and whether it changed anything."""
         jobs = np.flatnonzero(self.present & ~self.done)
         if not len(jobs):
-            return False
+            return None, False
         tasks = np.concatenate([np.flatnonzero(self.created[self.c.job_pods[j]:self.c.job_pods[j + 1]])
                                 + self.c.job_pods[j] for j in jobs]).astype(np.int64)
         sub = subproblem(self.p, jobs, tasks)
@@ -146,7 +166,7 @@ class Simulation:
                 changed |= self._set_phase(now, int(j), int(decisions.state.job_phase[local]))
         for j in jobs:
             self._maybe_start(now, int(j))
-        return changed
+        return _to_full(decisions, jobs, tasks), changed
 
     def _set_phase(self, now: float, j: int, phase: int) -> bool:
         old = self.phase[j]
@@ -285,6 +305,58 @@ def subproblem(problem: Problem, jobs: np.ndarray, tasks: np.ndarray) -> Problem
     fields["job_rank"] = rank_by(list(problem.job_rank[jobs]))
     fields["task_rank"] = rank_by(list(problem.task_rank[tasks]))
     return Problem(**fields)
+
+
+def _to_full(decisions: Decisions, jobs: np.ndarray, tasks: np.ndarray) -> Decisions:
+    """Decisions of a sub-Problem session, re-indexed to the full Problem's tasks."""
+    return Decisions(
+        binds=[dataclasses.replace(b, task=int(tasks[b.task])) for b in decisions.binds],
+        pipelined=[dataclasses.replace(b, task=int(tasks[b.task])) for b in decisions.pipelined],
+        evictions=[dataclasses.replace(e, task=int(tasks[e.task])) for e in decisions.evictions],
+        attempts=[(a, int(tasks[t])) for a, t in decisions.attempts],
+        state=None,
+    )
+
+
+def cycle(scenario: Scenario, policy: str | None = None, session: Session | None = None) -> Cycle:
+    """One scheduling session on the scenario as a snapshot: every job present, `status` applied."""
+    from .compile import compile_scenario
+    from .reference import run_session
+
+    if policy is not None:
+        scenario = with_policy(scenario, policy)
+    sim = Simulation(compile_scenario(scenario), session or run_session)
+    for j in range(sim.p.n_jobs):
+        sim.arrive(0.0, j)
+    decisions, _ = sim.session_once(0.0)
+    return Cycle(sim.p, decisions or Decisions(), sim.phase.copy())
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """What one session decided, by name: binds, pipelined and evictions, each with its reason."""
+
+    problem: Problem
+    decisions: Decisions
+    job_phase: np.ndarray
+
+    def binds(self) -> dict[str, str]:
+        return {self.problem.task_names[b.task]: self.problem.node_names[b.node] for b in self.decisions.binds}
+
+    def evicted(self) -> list[str]:
+        return [self.problem.task_names[e.task] for e in self.decisions.evictions]
+
+    def table(self) -> pd.DataFrame:
+        """One row per decision: kind (bind, pipeline, evict), task, node, action, reason."""
+        p, d = self.problem, self.decisions
+        rows = [("bind", p.task_names[b.task], p.node_names[b.node], b.action, b.reason) for b in d.binds]
+        rows += [("pipeline", p.task_names[b.task], p.node_names[b.node] if b.node >= 0 else "", b.action, b.reason)
+                 for b in d.pipelined]
+        rows += [("evict", p.task_names[e.task], "", e.action, e.reason) for e in d.evictions]
+        return pd.DataFrame(rows, columns=["kind", "task", "node", "action", "reason"])
+
+    def phases(self) -> dict[str, str]:
+        return {name: PodGroupPhase(ph).name.title() for name, ph in zip(self.problem.job_names, self.job_phase)}
 
 
 def result_of(sim: Simulation) -> Result:

@@ -29,6 +29,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
     namespaces = {t.ns for t in scenario.tenants} | {"default"}
     queues = {q.name for q in scenario.queues} | set(BUILTIN_QUEUES)
     classes = {p.name for p in scenario.priority_classes}
+    nodes = {name for pool in scenario.cluster.pools for name in pool.node_names()}
     seen: dict[tuple[str, str], int] = {}
     for i, job in enumerate(scenario.jobs):
         key = (job.namespace, job.name)
@@ -38,6 +39,11 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
         _check_refs(f"jobs[{i}]", job, namespaces, queues, classes)
         for k, task in enumerate(job.tasks):
             _check_fit(f"jobs[{i}].tasks[{k}]", task.resources, task, scenario.cluster.pools)
+        if job.status is not None:
+            for role, placed in job.status.running.items():
+                for n, node in enumerate(placed):
+                    if node not in nodes:
+                        raise SpecError(f"jobs[{i}].status.running.{role}[{n}]", f"no node named {node!r}")
     for i, load in enumerate(scenario.workloads):
         _check_refs(f"workloads[{i}]", load, namespaces, queues, classes)
         _check_fit(f"workloads[{i}]", largest_pod(load), None, scenario.cluster.pools)

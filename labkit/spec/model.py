@@ -277,6 +277,14 @@ class Task(Model):
         return self.elastic.min if self.elastic else self.replicas_resolved
 
 
+class JobStatus(Model):
+    """A snapshot of the job at its submit time, for one-session labs (`labkit cycle`):
+    the PodGroup phase and, per task, the nodes its first replicas are Running on."""
+
+    phase: Literal["Pending", "Inqueue", "Running"] = "Pending"
+    running: dict[str, list[str]] = {}
+
+
 class Job(Model):
     """A vcjob: tasks, gang minimum, queue, priority and the run-time model used by the simulator.
 
@@ -299,6 +307,7 @@ class Job(Model):
     grace_period: Duration = 30
     preemptible: bool = True
     network_topology: NetworkTopology | None = None
+    status: JobStatus | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Job:
@@ -311,6 +320,15 @@ class Job(Model):
         total = sum(t.replicas_resolved for t in self.tasks)
         if self.min_available is not None and self.min_available > total:
             raise ValueError(f"minAvailable ({self.min_available}) must be <= the job's {total} pods")
+        if self.status is not None:
+            replicas = {t.name: t.replicas_resolved for t in self.tasks}
+            for role, nodes in self.status.running.items():
+                if role not in replicas:
+                    raise ValueError(f"status.running names task {role!r}, which the job does not have")
+                if len(nodes) > replicas[role]:
+                    raise ValueError(f"status.running.{role} lists {len(nodes)} nodes for {replicas[role]} replicas")
+            if self.status.running and self.status.phase == "Pending":
+                raise ValueError("status.phase Pending cannot have running pods (pods exist only after enqueue)")
         return self
 
     @property
