@@ -48,7 +48,7 @@ def policy_conf(case: Mapping, where: str):
     """``(actions, tiers)`` in the conf form of policy_from_conf, unit-test conventions."""
     config = _require(case, "config", where)
     actions = _require(config, "actions", f"{where}.config")
-    registered = case.get("registered_plugins")
+    registered = config.get("registered_plugins", case.get("registered_plugins"))
     tiers = []
     for t, tier in enumerate(_require(config, "tiers", f"{where}.config")):
         entries = []
