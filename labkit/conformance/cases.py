@@ -157,7 +157,7 @@ def load_case(case: Mapping, where: str = "case") -> tuple[Problem, State]:
     """Build the Problem and State of one neutral-format case."""
     names = _resource_names(case)
     actions, tiers = policy_conf(case, where)
-    policy = policy_from_conf(actions, tiers, names)
+    policy = policy_from_conf(actions, tiers, names, where=f"{where}.config.")
     classes = {c["name"]: c for c in _list(case, "priority_classes", where)}
 
     nodes = _list(case, "nodes", where)

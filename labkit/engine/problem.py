@@ -205,6 +205,7 @@ def policy_from_conf(
     actions: Sequence[str],
     tiers: Sequence[Sequence[Mapping[str, Any]]],
     resource_names: Sequence[str],
+    where: str = "",
 ) -> Policy:
     """Build a :class:`Policy` from the already-defaulted conf form.
 
@@ -213,13 +214,14 @@ def policy_from_conf(
     "arguments": {...}}``; the caller has already turned Volcano's ``enableX`` switches (default
     true in a conf file, off in unit tests) into the ``enabled`` set. ``resource_names`` is the
     problem's resource vector (binpack weights are resolved against it; resources it lacks can
-    never be requested, so they are dropped). Raises :class:`SpecError` naming the bad field.
+    never be requested, so they are dropped). Raises :class:`SpecError` naming the bad field,
+    prefixed with ``where`` (e.g. ``"cases[3].config."``).
     """
     action_ids = []
     for i, name in enumerate(actions):
         key = str(name).strip().lower()
         if key not in ACTION_NAMES:
-            raise SpecError(f"actions[{i}]", f"unknown action {name!r} (known: {', '.join(ACTION_NAMES)})")
+            raise SpecError(f"{where}actions[{i}]", f"unknown action {name!r} (known: {', '.join(ACTION_NAMES)})")
         action_ids.append(ACTION_NAMES[key])
 
     entries = [(t, j, e) for t, tier in enumerate(tiers) for j, e in enumerate(tier)]
@@ -230,19 +232,19 @@ def policy_from_conf(
     args = np.full((len(entries), N_ARGS), np.nan)
     weights = np.full((len(entries), n_res), np.nan)
     for p, (t, j, entry) in enumerate(entries):
-        where = f"tiers[{t}][{j}]"
+        at = f"{where}tiers[{t}][{j}]"
         if not isinstance(entry, Mapping) or "name" not in entry:
-            raise SpecError(f"{where}.name", "missing plugin name")
+            raise SpecError(f"{at}.name", "missing plugin name")
         name = entry["name"]
         if name not in PLUGIN_NAMES:
-            raise SpecError(f"{where}.name", f"unknown plugin {name!r} (known: {', '.join(PLUGIN_NAMES)})")
+            raise SpecError(f"{at}.name", f"unknown plugin {name!r} (known: {', '.join(PLUGIN_NAMES)})")
         kind[p], tier_of[p] = PLUGIN_NAMES[name], t
         for ext in entry.get("enabled") or ():
             if ext not in EXT_NAMES:
-                raise SpecError(f"{where}.enabled", f"unknown extension point {ext!r}")
+                raise SpecError(f"{at}.enabled", f"unknown extension point {ext!r}")
             enabled[p, EXT_NAMES[ext]] = True
         _parse_arguments(PLUGIN_NAMES[name], entry.get("arguments") or {}, resource_names,
-                         args[p], weights[p], f"{where}.arguments")
+                         args[p], weights[p], f"{at}.arguments")
     return Policy(np.array(action_ids, np.int64), tier_of, kind, enabled, args, weights)
 
 
