@@ -5,7 +5,9 @@
   state (Completed, Running, Inqueue, Pending), evictions (pods evicted), lost_work (seconds of
   work thrown away by evictions, back to the last checkpoint), wait (start - submit),
   jct (end - submit).
-* ``tasks``: one row per pod run — job, role, index, node, start, end, and one column per resource
+* ``tasks``: one row per pod run — job, role, index, node, start, end (the pod released its
+  resources: completion, or deletion after the grace period of an eviction), evicted (when it was
+  evicted, NaN if not), and one column per resource
   in the scenario's units (cpu cores, memory bytes, GPUs, pods), e.g. ``nvidia.com/gpu``.
 * ``events``: time, kind (Submitted, Enqueued, Bound, Pipelined, Started, Evicted, Restarting,
   Deleted, Completed), job, task, node, reason, message.
@@ -26,7 +28,7 @@ from .spec import Scenario
 
 JOB_COLUMNS = ["name", "namespace", "queue", "priority", "gpus", "submit", "enqueue", "start", "end", "state",
                "evictions", "lost_work", "wait", "jct"]
-TASK_COLUMNS = ["job", "role", "index", "node", "start", "end"]
+TASK_COLUMNS = ["job", "role", "index", "node", "start", "end", "evicted"]
 EVENT_COLUMNS = ["time", "kind", "job", "task", "node", "reason", "message"]
 
 

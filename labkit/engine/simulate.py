@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .. import spec
-from ..results import Result
+from ..results import EVENT_COLUMNS, JOB_COLUMNS, TASK_COLUMNS, Result
 from ..spec import Scenario
 from .compile import Compiled
 from .problem import Decisions, PodGroupPhase, Problem, State, TaskStatus, rank_by
@@ -50,7 +50,7 @@ class Trace:
     """What happened, as plain lists the Result turns into DataFrames."""
 
     events: list[tuple] = field(default_factory=list)   # (time, kind, job, task, node, reason, message)
-    runs: list[list] = field(default_factory=list)      # [task, node, start, end]
+    runs: list[list] = field(default_factory=list)      # [task, node, start, end, evicted]
     sessions: int = 0
 
 
@@ -186,7 +186,7 @@ class Simulation:
         self.status[t] = TaskStatus.RUNNING
         self.node[t] = node
         self.open_run[t] = len(self.trace.runs)
-        self.trace.runs.append([t, node, now, math.nan])
+        self.trace.runs.append([t, node, now, math.nan, math.nan])
         self._log(now, "Bound", int(self.p.task_job[t]), t, node, "Scheduled", reason)
 
     def _maybe_start(self, now: float, j: int) -> None:
@@ -243,7 +243,8 @@ class Simulation:
     def _terminate(self, now: float, t: int) -> None:
         """Graceful pod deletion: resources stay in use (Releasing) until the grace period ends."""
         self.status[t] = TaskStatus.RELEASING
-        self._close_run(t, now)
+        if self.open_run[t] >= 0:
+            self.trace.runs[self.open_run[t]][4] = now
         heapq.heappush(self.heap, (now + float(self.c.job_grace[self.p.task_job[t]]), RELEASED, t, 0))
 
     def _stop_work(self, now: float, j: int) -> None:
@@ -264,6 +265,7 @@ class Simulation:
     def _released(self, now: float, t: int) -> None:
         j = int(self.p.task_job[t])
         self._log(now, "Deleted", j, t, int(self.node[t]))
+        self._close_run(t, now)
         self.status[t] = TaskStatus.SUCCEEDED if self.done[j] else TaskStatus.PENDING
         self.node[t] = -1
         if self.done[j]:
@@ -385,7 +387,7 @@ def result_of(sim: Simulation) -> Result:
     })
     jobs["wait"] = jobs.start - jobs.submit
     jobs["jct"] = jobs.end - jobs.submit
-    runs = np.array(sim.trace.runs, float).reshape(-1, 4)
+    runs = np.array(sim.trace.runs, float).reshape(-1, 5)
     task_ids = runs[:, 0].astype(np.int64)
     tasks = pd.DataFrame({
         "job": [p.job_names[j] for j in p.task_job[task_ids]],
@@ -394,6 +396,7 @@ def result_of(sim: Simulation) -> Result:
         "node": [p.node_names[n] for n in runs[:, 1].astype(np.int64)],
         "start": runs[:, 2],
         "end": runs[:, 3],
+        "evicted": runs[:, 4],
     })
     for r, name in enumerate(p.resource_names):
         tasks[name] = p.task_request[task_ids, r] / _UNIT.get(name, 1000.0)
@@ -407,6 +410,8 @@ def result_of(sim: Simulation) -> Result:
         "reason": [e[5] for e in ev],
         "message": [e[6] for e in ev],
     })
+    tasks = tasks[TASK_COLUMNS + list(p.resource_names)]
+    jobs, events = jobs[JOB_COLUMNS], events[EVENT_COLUMNS]
     info = {"sessions": sim.trace.sessions, "horizon": c.horizon, "gpus": float(p.node_allocatable[:, gpu].sum() / 1000.0)
             if gpu else 0.0, "nodes": p.n_nodes}
     return Result(scenario=scenario, jobs=jobs, tasks=tasks, events=events, info=info)

@@ -1,0 +1,119 @@
+"""The simulated clock: Volcano's multi-session latencies, grace periods, checkpoints, invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import labkit
+from labkit import spec
+from labkit.spec.quantity import parse_duration, parse_quantity
+
+
+def without_overcommit(policy: str) -> dict:
+    """A policy preset's conf with the overcommit plugin taken out (it gates enqueue on idle room)."""
+    conf = spec.policy(policy).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for tier in conf["tiers"]:
+        tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "overcommit"]
+    return {"policy": f"{policy} without overcommit", "conf": conf}
+
+
+def reclaim_scenario(checkpoint: str = "1h", grace: int = 60) -> spec.Scenario:
+    """Queue a fills 2 x 8 GPUs with four 4-GPU jobs; queue b (same weight) submits 8 GPUs at 2h."""
+    job = {"namespace": "default", "duration": "10h", "checkpointInterval": checkpoint, "gracePeriod": grace,
+           "tasks": [{"resources": {"nvidia.com/gpu": 4, "cpu": 8, "memory": "64Gi"}}]}
+    return spec.validate({
+        "name": "reclaim",
+        "cluster": {"pools": [{"name": "gpu", "count": 2, "resources": {"nvidia.com/gpu": 8, "cpu": 64,
+                                                                         "memory": "512Gi"}}]},
+        "queues": [{"name": "a"}, {"name": "b"}],
+        "jobs": [{**job, "name": f"a{i}", "queue": "a", "submit": i} for i in range(4)]
+        + [{**job, "name": "b0", "queue": "b", "submit": "2h",
+            "tasks": [{"resources": {"nvidia.com/gpu": 8, "cpu": 8, "memory": "64Gi"}}]}],
+        "scheduler": without_overcommit("volcano-multitenant"),
+    })
+
+
+def occupancy_never_exceeds_capacity(result: labkit.Result, resource: str = "nvidia.com/gpu") -> bool:
+    """At every instant a pod starts, the pods holding resources on its node fit the node."""
+    capacity = {name: parse_quantity(pool.resources.get(resource, 0))
+                for pool in result.scenario.cluster.pools for name in pool.node_names()}
+    tasks = result.tasks.assign(end=result.tasks.end.fillna(np.inf))
+    for node, runs in tasks.groupby("node"):
+        for start in runs.start:
+            held = runs[(runs.start <= start) & (runs.end > start)][resource].sum()
+            if held > capacity[node] + 1e-9:
+                return False
+    return True
+
+
+def test_fragmentation_job_waits_for_a_whole_free_node():
+    result = labkit.simulate(spec.preset("fragmentation"))
+    jobs = result.jobs.set_index("name")
+    residents = jobs[jobs.index.str.startswith("resident")]
+    big = jobs.loc["tp8"]
+    free_at_submit = 4 * 8 - residents.gpus.sum()
+    assert free_at_submit >= big.gpus, "enough GPUs in total when tp8 arrives"
+    assert big.start == pytest.approx(residents.end.min()), "it starts only when a node is whole again"
+    assert occupancy_never_exceeds_capacity(result)
+
+
+def test_enqueue_then_allocate_takes_two_sessions():
+    result = labkit.simulate(spec.preset("fragmentation"))
+    period = parse_duration(result.scenario.scheduler.schedule_period)
+    first = result.jobs.iloc[0]
+    assert first.enqueue == first.submit
+    assert first.start == first.enqueue + period, "pods exist only after enqueue; allocate is a session later"
+
+
+def test_reclaim_respects_grace_period_and_checkpoints():
+    scenario = reclaim_scenario(checkpoint="1h", grace=60)
+    result = labkit.simulate(scenario)
+    jobs = result.jobs.set_index("name")
+    evicted = result.events[result.events.kind == "Evicted"]
+    assert len(evicted) > 0, "queue b reclaims its deserved half"
+    assert set(evicted.job) <= {f"default/a{i}" for i in range(4)}
+    first = evicted.time.min()
+    assert jobs.loc["b0", "start"] >= first + 60, "victims hold their GPUs for the grace period"
+    for name, row in jobs.iterrows():
+        runs = result.tasks[result.tasks.job == f"default/{name}"]
+        if row.evictions:
+            done = runs.evicted.min() - runs.start.min()
+            assert row.lost_work == pytest.approx(done % 3600), "work since the last checkpoint is lost"
+        ran = (runs.evicted.fillna(runs.end) - runs.start).sum()
+        assert ran == pytest.approx(parse_duration("10h") + row.lost_work), "GPU-seconds conserved"
+    assert occupancy_never_exceeds_capacity(result)
+
+
+def test_overcommit_keeps_the_reclaimer_out_of_the_queue():
+    """Volcano issue #4679: a full cluster fails overcommit's enqueue check, so reclaim never sees the job."""
+    result = labkit.simulate(reclaim_scenario(), policy="volcano-multitenant")
+    jobs = result.jobs.set_index("name")
+    assert jobs.evictions.sum() == 0
+    assert jobs.loc["b0", "enqueue"] >= jobs.drop("b0").end.min()
+
+
+def test_shipped_policy_never_evicts():
+    result = labkit.simulate(reclaim_scenario(), policy="volcano-shipped")
+    assert result.jobs.evictions.sum() == 0
+    assert (result.events.kind == "Evicted").sum() == 0
+
+
+def test_same_scenario_same_result():
+    a = labkit.simulate(reclaim_scenario())
+    b = labkit.simulate(reclaim_scenario())
+    pd.testing.assert_frame_equal(a.jobs, b.jobs)
+    pd.testing.assert_frame_equal(a.tasks, b.tasks)
+
+
+def test_cycle_on_a_snapshot():
+    data = spec.dump(reclaim_scenario())
+    scenario = spec.loads(data)
+    snap = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for i, job in enumerate(snap["jobs"][:4]):
+        job["status"] = {"phase": "Running", "running": {"worker": [f"gpu-{i // 2}"]}}
+    snap["jobs"][4]["status"] = {"phase": "Inqueue"}
+    decided = labkit.cycle(spec.validate(snap))
+    assert len(decided.evicted()) == 2 and not decided.binds()
+    assert decided.phases()["default/b0"] == "Inqueue"
