@@ -16,10 +16,10 @@ from typing import Callable
 import numpy as np
 
 from labkit.engine.problem import (
-    ALLOCATED_STATUSES, PODS, Decisions, Eviction, Ext, Placement, PodGroupPhase, Problem, State,
+    ALLOCATED_STATUSES, Decisions, Eviction, Ext, Placement, PodGroupPhase, Problem, State,
     TaskStatus,
 )
-from labkit.engine.resources import is_empty, less_equal
+from labkit.engine.resources import less_equal
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 """Plugin votes (plugins/util: Permit, Abstain, Reject)."""
@@ -73,7 +73,7 @@ class JobInfo:
     phase: PodGroupPhase
     tasks: list[TaskInfo] = field(default_factory=list)
     allocated: np.ndarray | None = None
-    fit_failed: set[int] = field(default_factory=set)
+    fit_errors: dict[int, set[int]] = field(default_factory=dict)
     unschedulable: bool = False
 
     @property
@@ -148,8 +148,13 @@ class JobInfo:
         return self._roles_meet_minimum(
             lambda t: t.status in occupied or (t.status == TaskStatus.PENDING and t.best_effort))
 
+    def record_fit_error(self, task: TaskInfo, unresolvable: set[int] = frozenset()) -> None:
+        """NodesFitErrors[task]: the task found no node; ``unresolvable`` are the nodes that
+        failed it for good (selector, taints), which preempt and reclaim then skip."""
+        self.fit_errors[task.index] = set(unresolvable)
+
     def fit_failed_roles(self) -> set[str]:
-        return {self.tasks_by_index[t].role for t in self.fit_failed}
+        return {t.role for t in self.tasks if t.index in self.fit_errors}
 
     def task_has_fit_errors(self, task: TaskInfo) -> bool:
         """JobInfo.TaskHasFitErrors: a task of the same (non-empty) role already failed."""
@@ -170,10 +175,6 @@ class JobInfo:
                 allocated[t.role] = allocated.get(t.role, 0) + 1
         return all(allocated.get(role, 0) >= self.min_task_member.get(role, 0)
                    for role in failed if self.min_task_member.get(role, 0) > 0)
-
-    @property
-    def tasks_by_index(self) -> dict[int, TaskInfo]:
-        return {t.index: t for t in self.tasks}
 
 
 @dataclass(eq=False)
@@ -206,6 +207,10 @@ class NodeInfo:
     releasing: np.ndarray
     pipelined: np.ndarray
     tasks: dict[int, TaskInfo] = field(default_factory=dict)
+    pods: set[int] = field(default_factory=set)
+    """The pods the Kubernetes NodeInfo of the predicates and nodeorder plugins holds: every
+    task on the node at open, plus tasks placed in the session, minus tasks evicted or
+    un-placed in the session (their Allocate/Deallocate event handlers)."""
 
     @property
     def idle(self) -> np.ndarray:
@@ -213,10 +218,6 @@ class NodeInfo:
 
     def future_idle(self) -> np.ndarray:
         return self.idle + self.releasing - self.pipelined
-
-    def pod_count(self) -> int:
-        """Pods the node holds, pipelined ones included (the k8s NodeInfo the predicates see)."""
-        return len(self.tasks)
 
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.index] = task
@@ -319,6 +320,7 @@ class Session:
         self.problem = problem
         self.cycle = state.cycle
         self.now = state.now
+        self.next_node = state.next_node
         self.actions = [int(a) for a in problem.policy.actions]
         self.nodes = [_node_info(problem, state, n) for n in range(problem.n_nodes)]
         self.queues = [_queue_info(problem, q) for q in range(problem.n_queues)]
@@ -334,6 +336,7 @@ class Session:
             if task.node >= 0 and task.status not in (TaskStatus.PENDING, TaskStatus.SUCCEEDED,
                                                       TaskStatus.FAILED):
                 self.nodes[task.node].add_task(task)
+                self.nodes[task.node].pods.add(task.index)
         self.total_resource = problem.node_allocatable.sum(axis=0)
         policy = problem.policy
         self.tiers: list[list[PluginEntry]] = [[] for _ in range(policy.n_tiers)]
@@ -527,9 +530,9 @@ class Session:
 
     def best_node(self, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo:
         """SelectBestNodeAndScore. Volcano breaks equal top scores at random; we take the
-        first node in snapshot order (lowest node index), so runs are reproducible."""
+        lowest node index among them, so runs are reproducible."""
         scores = self.node_score(task, nodes)
-        return nodes[int(np.argmax(scores))]
+        return max(zip(scores, nodes), key=lambda sn: (sn[0], -sn[1].index))[1]
 
     def sorted_nodes(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
         """SortNodes: descending score, equal scores in snapshot order."""
@@ -539,6 +542,10 @@ class Session:
 
     # -- state changes (session.go / statement.go) ------------------------------------------
     def _fire(self, allocate: bool, task: TaskInfo) -> None:
+        """Allocate/Deallocate events: plugins update their shares, the node its pod view."""
+        node = self.nodes[task.node] if task.node >= 0 else None
+        if node is not None:
+            (node.pods.add if allocate else node.pods.discard)(task.index)
         for on_allocate, on_deallocate in self.event_handlers:
             (on_allocate if allocate else on_deallocate)(task)
 
@@ -553,8 +560,8 @@ class Session:
         if node is not None and task.index in node.tasks:
             node.remove_task(task)
         self.jobs[task.job].update_task_status(task, TaskStatus.PENDING)
-        task.node = -1
         self._fire(False, task)
+        task.node = -1
 
     def _set_status_on_node(self, task: TaskInfo, status: TaskStatus) -> None:
         """Status change of a task that stays on its node (NodeInfo.UpdateTask)."""
@@ -672,13 +679,3 @@ def _task_info(p: Problem, s: State, t: int) -> TaskInfo:
 def fits(request: np.ndarray, available: np.ndarray) -> bool:
     """``InitResreq.LessEqual(available, Zero)``: the node-side resource fit (pods included)."""
     return less_equal(request, available)
-
-
-def best_effort(request: np.ndarray) -> bool:
-    return is_empty(request)
-
-
-__all__ = [
-    "PERMIT", "ABSTAIN", "REJECT", "PREEMPTABLE_STATUSES", "TaskInfo", "JobInfo", "QueueInfo",
-    "NodeInfo", "PriorityQueue", "PluginEntry", "Session", "Statement", "fits", "PODS",
-]

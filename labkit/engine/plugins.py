@@ -453,7 +453,7 @@ class Capacity:
 
         def enqueued(job: JobInfo) -> None:
             if job.min_resources is not None and job.queue in attrs:
-                for a in chain(job.queue) if self.hierarchy else [attrs[job.queue]]:
+                for a in chain(job.queue):
                     a.inqueue += job.min_resources
 
         ssn.add_fn("queueOrder", entry, queue_order)
@@ -510,6 +510,12 @@ class Capacity:
                 ancestor.request += attr.request - before[1]
                 ancestor.inqueue += attr.inqueue - before[2]
                 ancestor.elastic += attr.elastic - before[3]
+        spec = root.queue.capability
+        if is_empty(_values(spec)):
+            root.capability = np.full(n_res, INF)
+        else:
+            root.capability = np.where(np.isnan(spec), INF, spec)
+            root.capability[[CPU, MEMORY]] = _values(spec)[[CPU, MEMORY]]
         root.real_capability = root.capability.copy()
         _check_hierarchical_queue(root, root)
         for attr in attrs.values():
@@ -526,16 +532,21 @@ def _set_deserved(attr: QueueAttr, values: np.ndarray) -> None:
 
 
 def _check_hierarchical_queue(attr: QueueAttr, root: QueueAttr) -> None:
-    """capacity checkHierarchicalQueue: children inherit unset capability dims from the
-    parent; realCapability = parent's realCapability - sum(child guarantees) + own guarantee,
-    capped by own capability; root's deserved/guarantee are the sums of its children."""
+    """capacity checkHierarchicalQueue: children inherit unset capability dims (and cpu or
+    memory <= 0) from the parent; realCapability = parent's realCapability - sum(child
+    guarantees) + own guarantee, capped by own capability; root's deserved and guarantee are
+    the sums of its children's."""
     total_guarantee = np.zeros_like(attr.allocated)
     total_deserved = np.zeros_like(attr.allocated)
     for child in attr.children:
         _set_deserved(child, _values(child.queue.deserved))
         total_deserved += child.deserved
         total_guarantee += child.guarantee
-        child.capability = np.where(np.isnan(child.queue.capability), attr.capability, child.capability)
+        spec = child.queue.capability
+        child.capability = np.where(np.isnan(spec), attr.capability, spec)
+        for r in (CPU, MEMORY):
+            if child.capability[r] <= 0:
+                child.capability[r] = attr.capability[r]
     if attr is root:
         attr.guarantee = total_guarantee
         attr.deserved = total_deserved
@@ -583,7 +594,7 @@ class Predicates:
                 return "unresolvable: node is unschedulable"
             if not ok[task.node_class, node.index]:
                 return "unresolvable: node selector, affinity or taints do not match"
-            if node.allocatable[PODS] <= node.pod_count():
+            if node.allocatable[PODS] <= len(node.pods):
                 return "unschedulable: node has reached its pod limit"
             return None
 
@@ -687,11 +698,9 @@ class NodeOrder:
 
 
 def _pods_with(node: NodeInfo, task: TaskInfo) -> list[TaskInfo]:
-    """The pods the k8s NodeInfo holds (pipelined ones too) plus the pod being scored."""
-    pods = list(node.tasks.values())
-    if task.index not in node.tasks:
-        pods.append(task)
-    return pods
+    """The pods the k8s NodeInfo holds plus the pod being scored."""
+    return [ssn_task for ssn_task in node.tasks.values() if ssn_task.index in node.pods] + (
+        [] if task.index in node.pods else [task])
 
 
 class Overcommit:

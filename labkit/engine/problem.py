@@ -466,7 +466,10 @@ class State:
       Pipelined = Pipelined tasks). ``Idle = allocatable - used``;
       ``FutureIdle = Idle + Releasing - Pipelined``.
     * ``now``: the session clock in seconds (same clock as ``job_creation``); ``cycle``: session
-      counter, part of the deterministic node tie-break.
+      counter.
+    * ``next_node``: where the next node scan starts (util.PredicateHelper's process-wide
+      ``lastProcessedNodeIndex``; it only moves on clusters of more than 100 nodes, where
+      Volcano stops scanning once it has found enough feasible nodes).
     """
 
     task_status: np.ndarray
@@ -477,16 +480,18 @@ class State:
     node_pipelined: np.ndarray
     now: float = 0.0
     cycle: int = 0
+    next_node: int = 0
 
     @classmethod
     def from_tasks(cls, problem: Problem, task_status: Iterable[int], task_node: Iterable[int],
-                   job_phase: Iterable[int], now: float = 0.0, cycle: int = 0) -> "State":
+                   job_phase: Iterable[int], now: float = 0.0, cycle: int = 0,
+                   next_node: int = 0) -> "State":
         """Build a state, computing the node accounting from task status and node."""
         status = np.asarray(list(task_status), np.int8).reshape(problem.n_tasks)
         node = np.asarray(list(task_node), np.int64).reshape(problem.n_tasks)
         phase = np.asarray(list(job_phase), np.int8).reshape(problem.n_jobs)
         used, releasing, pipelined = node_accounting(problem, status, node)
-        return cls(status, node, phase, used, releasing, pipelined, now, cycle)
+        return cls(status, node, phase, used, releasing, pipelined, now, cycle, next_node)
 
     def copy(self) -> "State":
         return dataclasses.replace(self, **{f.name: getattr(self, f.name).copy()

@@ -84,7 +84,7 @@ def _next_state(ssn: Session) -> State:
         status.append(s)
         node.append(n)
     return State.from_tasks(ssn.problem, status, node, [j.phase for j in ssn.jobs],
-                            now=ssn.now, cycle=ssn.cycle + 1)
+                            now=ssn.now, cycle=ssn.cycle + 1, next_node=ssn.next_node)
 
 
 def run_session(problem: Problem, state: State) -> Decisions:
@@ -99,21 +99,77 @@ def run_session(problem: Problem, state: State) -> Decisions:
 # Shared pieces of the actions
 # --------------------------------------------------------------------------------------------
 
-def predicate_nodes(ssn: Session, task: TaskInfo, fit_future_idle: bool = True,
-                    unresolvable_only: bool = False) -> list[NodeInfo]:
-    """PredicateNodes, in snapshot order. allocate checks that the request fits FutureIdle and
-    every plugin predicate passes; backfill (PredicateForAllocateAction alone) skips the
-    resource fit; preempt and reclaim (PredicateForPreemptAction) drop a node only for an
-    UnschedulableAndUnresolvable failure and leave the resource fit to the eviction loop."""
-    nodes = []
-    for node in ssn.nodes:
-        if fit_future_idle and not fits(task.request, node.future_idle()):
-            continue
-        failure = ssn.predicate(task, node)
-        if failure and (not unresolvable_only or failure.startswith("unresolvable")):
-            continue
-        nodes.append(node)
-    return nodes
+MIN_NODES_TO_FIND = 100
+MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
+
+
+def nodes_to_find(n_nodes: int) -> int:
+    """CalculateNumOfFeasibleNodesToFind with the default options: every node up to 100
+    nodes, else an adaptive 50% - n/125 (at least 5%, at least 100 nodes)."""
+    if n_nodes <= MIN_NODES_TO_FIND:
+        return n_nodes
+    percentage = max(50 - n_nodes // 125, MIN_PERCENTAGE_OF_NODES_TO_FIND)
+    return max(n_nodes * percentage // 100, MIN_NODES_TO_FIND)
+
+
+class NodeScan:
+    """util.PredicateHelper: finds feasible nodes for a task, remembering, per job and task
+    role, the nodes that already failed a task of that role (the predicate error cache)."""
+
+    def __init__(self, ssn: Session, use_error_cache: bool = True):
+        self.ssn = ssn
+        self.use_error_cache = use_error_cache
+        self.failed: dict[tuple[int, str], dict[int, str]] = {}
+
+    def feasible(self, task: TaskInfo, nodes: list[NodeInfo], predicate) -> tuple[list[NodeInfo], dict[int, str]]:
+        """PredicateNodes: scan ``nodes`` circularly from the session's rotating start, stop
+        once more than enough feasible nodes were seen, and return (feasible, failures by
+        node index). Volcano scans with 16 workers; we scan in order."""
+        feasible: list[NodeInfo] = []
+        failures: dict[int, str] = {}
+        if not nodes:
+            return feasible, failures
+        wanted = nodes_to_find(len(nodes))
+        cache = self.failed.setdefault((task.job, task.role), {}) if self.use_error_cache and task.role else None
+        start = self.ssn.next_node
+        processed = 0
+        for i in range(len(nodes)):
+            node = nodes[(start + i) % len(nodes)]
+            processed += 1
+            failure = cache.get(node.index) if cache else None
+            if failure is None:
+                failure = predicate(task, node)
+                if failure and cache is not None:
+                    cache[node.index] = failure
+            if failure:
+                failures[node.index] = failure
+                continue
+            if len(feasible) == wanted:
+                break
+            feasible.append(node)
+        self.ssn.next_node = (start + processed) % len(nodes)
+        return feasible, failures
+
+
+def allocate_predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
+    """allocate's predicate: the request fits FutureIdle, then PredicateForAllocateAction."""
+    if not fits(task.request, node.future_idle()):
+        return "unschedulable: insufficient resources"
+    return ssn.predicate(task, node)
+
+
+def preempt_predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> str | None:
+    """PredicateForPreemptAction: only an UnschedulableAndUnresolvable failure drops a node;
+    room is what the eviction loop makes."""
+    failure = ssn.predicate(task, node)
+    return failure if failure and failure.startswith("unresolvable") else None
+
+
+def preempt_candidates(ssn: Session, task: TaskInfo) -> list[NodeInfo]:
+    """FilterOutUnschedulableAndUnresolvableNodesForTask, then the preempt predicate."""
+    skip = ssn.jobs[task.job].fit_errors.get(task.index, set())
+    nodes = [n for n in ssn.nodes if n.index not in skip]
+    return NodeScan(ssn).feasible(task, nodes, lambda t, n: preempt_predicate(ssn, t, n))[0]
 
 
 def _task_queue(ssn: Session, tasks) -> PriorityQueue:
@@ -208,17 +264,18 @@ def _allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue) -> Stateme
     job ends ready or pipelined, else discard it."""
     queue = ssn.queues[job.queue]
     stmt = Statement(ssn, "allocate")
+    scan = NodeScan(ssn)
     while not tasks.empty():
         task = tasks.pop()
         ssn.attempt("allocate", task)
         if not ssn.allocatable(queue, task):
             continue
         if job.task_has_fit_errors(task):
-            job.fit_failed.add(task.index)
+            job.record_fit_error(task)
             continue
-        nodes = predicate_nodes(ssn, task)
+        nodes, failures = scan.feasible(task, ssn.nodes, lambda t, n: allocate_predicate(ssn, t, n))
         if not nodes:
-            job.fit_failed.add(task.index)
+            job.record_fit_error(task, {n for n, why in failures.items() if why.startswith("unresolvable")})
             if job.need_continue_allocating():
                 continue
             break
@@ -252,9 +309,10 @@ def backfill(ssn: Session) -> None:
     un-pipelined and placed again. Order: queue, then job, then task."""
     for task in _backfill_tasks(ssn):
         ssn.attempt("backfill", task)
-        nodes = predicate_nodes(ssn, task, fit_future_idle=False)
+        nodes, failures = NodeScan(ssn).feasible(task, ssn.nodes, ssn.predicate)
         if not nodes:
-            ssn.jobs[task.job].fit_failed.add(task.index)
+            ssn.jobs[task.job].record_fit_error(
+                task, {n for n, why in failures.items() if why.startswith("unresolvable")})
             continue
         node = nodes[0] if len(nodes) == 1 else ssn.best_node(task, nodes)
         ssn.allocate(task, node, "backfill", _reason(task, f"best-effort task placed on {node.name}"))
@@ -354,7 +412,7 @@ def _preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, same_scope
         return (t.status in PREEMPTABLE_STATUSES and t.preemptable
                 and (not preemptor.best_effort or t.best_effort) and same_scope(t))
 
-    for node in ssn.sorted_nodes(preemptor, predicate_nodes(ssn, preemptor, fit_future_idle=False, unresolvable_only=True)):
+    for node in ssn.sorted_nodes(preemptor, preempt_candidates(ssn, preemptor)):
         candidates = [t for _, t in sorted(node.tasks.items()) if eligible(t)]
         victims = ssn.preemptable(preemptor, candidates) or []
         if not _victims_can_make_room(preemptor, node, victims):
@@ -435,7 +493,7 @@ def _reclaim_task(ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo) -
     """reclaimForTask: on the first feasible node (snapshot order) where the Reclaimable vote
     yields victims that make room, evict them in victim order while the request does not fit
     what is available (FutureIdle plus what was evicted), then pipeline the task there."""
-    for node in predicate_nodes(ssn, task, fit_future_idle=False, unresolvable_only=True):
+    for node in preempt_candidates(ssn, task):
         reclaimees = [t for _, t in sorted(node.tasks.items())
                       if t.status == TaskStatus.RUNNING and t.preemptable
                       and ssn.jobs[t.job].queue != job.queue
