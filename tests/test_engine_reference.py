@@ -142,7 +142,7 @@ def victims(*tasks):
 
 
 def test_preemptable_intersects_within_a_tier():
-    ssn, (a, b, c, d) = vote_session()
+    ssn, (a, b, c, _) = vote_session()
     t0, t1, t2 = ssn.tasks
     ssn.add_fn("preemptable", a, victims(t0, t1))
     ssn.add_fn("preemptable", b, victims(t1, t2))
@@ -151,8 +151,8 @@ def test_preemptable_intersects_within_a_tier():
 
 
 def test_preemptable_empty_list_defers_to_next_tier():
-    ssn, (a, b, c, d) = vote_session()
-    t0, t1, t2 = ssn.tasks
+    ssn, (a, b, c, _) = vote_session()
+    t0, _, t2 = ssn.tasks
     ssn.add_fn("preemptable", a, victims())
     ssn.add_fn("preemptable", b, victims(t0))  # never asked: the tier already ended undecided
     ssn.add_fn("preemptable", c, victims(t2))
@@ -171,7 +171,7 @@ def test_preemptable_empty_intersection_is_reseeded():
 
 
 def test_abstain_and_disabled_points_are_ignored():
-    ssn, (a, b, c, d) = vote_session()
+    ssn, (a, b, c, _) = vote_session()
     t0, t1, _ = ssn.tasks
     ssn.add_fn("preemptable", a, lambda p, cands: ([], ABSTAIN))
     ssn.add_fn("preemptable", b, victims(t1))
@@ -194,7 +194,7 @@ def test_pipelined_votes():
 
 
 def test_starving_first_registering_tier_decides():
-    ssn, (a, b, c, d) = vote_session()
+    ssn, (a, b, c, _) = vote_session()
     job = ssn.jobs[0]
     assert not ssn.job_starving(job)  # default false
     ssn.add_fn("jobStarving", c, lambda j: True)
@@ -205,7 +205,7 @@ def test_starving_first_registering_tier_decides():
 
 
 def test_gates():
-    ssn, (a, b, c, d) = vote_session()
+    ssn, (a, _, c, d) = vote_session()
     job, queue, task = ssn.jobs[0], ssn.queues[0], ssn.tasks[0]
     ssn.add_fn("overused", a, lambda q: False)
     ssn.add_fn("overused", d, lambda q: True)

@@ -11,13 +11,23 @@ in the future (``time.Since`` of a zero timestamp).
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from labkit.engine.problem import (
-    BASE_RESOURCES, GPU, PodGroupPhase, Problem, State, TaskStatus, is_best_effort, pod_name_index,
-    policy_from_conf, rank_by, resource_vector,
+    BASE_RESOURCES,
+    GPU,
+    PodGroupPhase,
+    Problem,
+    State,
+    TaskStatus,
+    is_best_effort,
+    pod_name_index,
+    policy_from_conf,
+    rank_by,
+    resource_vector,
 )
 from labkit.errors import SpecError
 

@@ -9,9 +9,9 @@ after the session; ``order`` checks the order in which the session examined pend
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import yaml
 

@@ -10,13 +10,20 @@ exactly the vote rules of ``framework/session_plugins.go``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
 from labkit.engine.problem import (
-    ALLOCATED_STATUSES, Decisions, Eviction, Ext, Placement, PodGroupPhase, Problem, State,
+    ALLOCATED_STATUSES,
+    Decisions,
+    Eviction,
+    Ext,
+    Placement,
+    PodGroupPhase,
+    Problem,
+    State,
     TaskStatus,
 )
 from labkit.engine.resources import less_equal
@@ -619,7 +626,7 @@ class Statement:
     def has_evictions(self) -> bool:
         return any(op == "evict" for op, _, _ in self.operations)
 
-    def merge(self, other: "Statement") -> None:
+    def merge(self, other: Statement) -> None:
         self.operations.extend(other.operations)
         other.operations = []
 

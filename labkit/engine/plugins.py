@@ -14,11 +14,27 @@ import numpy as np
 
 from labkit.engine.framework import ABSTAIN, PERMIT, REJECT, JobInfo, NodeInfo, QueueInfo, Session, TaskInfo
 from labkit.engine.problem import (
-    ALLOCATED_STATUSES, CPU, GPU, MEMORY, PODS, Arg, Ext, Plugin, PodGroupPhase, TaskStatus,
+    ALLOCATED_STATUSES,
+    CPU,
+    GPU,
+    MEMORY,
+    PODS,
+    Arg,
+    Ext,
+    Plugin,
+    PodGroupPhase,
+    TaskStatus,
 )
 from labkit.engine.resources import (
-    dominant_share, exceeded_part, greater_partly_on_relevant, intersects, is_empty, less_equal,
-    less_equal_on_requested, less_equal_partly_zero_filtered, resource_names,
+    dominant_share,
+    exceeded_part,
+    greater_partly_on_relevant,
+    intersects,
+    is_empty,
+    less_equal,
+    less_equal_on_requested,
+    less_equal_partly_zero_filtered,
+    resource_names,
 )
 
 INF = math.inf
@@ -93,7 +109,7 @@ class QueueAttr:
         self.children: list[QueueAttr] = []
 
     @property
-    def ancestors(self) -> list["QueueAttr"]:
+    def ancestors(self) -> list[QueueAttr]:
         """Root first, direct parent last (capacity's ``attr.ancestors``)."""
         chain, node = [], self.parent
         while node is not None:
@@ -102,9 +118,20 @@ class QueueAttr:
         return chain[::-1]
 
 
-def _real_capability(total, total_guarantee, attr: QueueAttr) -> np.ndarray:
-    """``min(total - sum(guarantees) + own guarantee, capability)`` per dimension."""
-    return np.minimum(exceeded_part(total, total_guarantee) + attr.guarantee, attr.capability)
+def _queues_with_jobs(ssn: Session) -> dict[int, QueueAttr]:
+    """Attributes of every queue that has a job, with usage summed over its jobs and
+    realCapability = min(total - sum(all guarantees) + own guarantee, capability)."""
+    n_res = ssn.problem.n_resources
+    total_guarantee = sum((_values(q.guarantee) for q in ssn.queues), np.zeros(n_res))
+    room = exceeded_part(ssn.total_resource, total_guarantee)
+    attrs: dict[int, QueueAttr] = {}
+    for job in ssn.jobs:
+        if job.queue not in attrs:
+            attr = QueueAttr(ssn.queues[job.queue], n_res)
+            attr.real_capability = np.minimum(room + attr.guarantee, attr.capability)
+            attrs[job.queue] = attr
+        _queue_usage(ssn, job, attrs[job.queue])
+    return attrs
 
 
 def _on_usage_change(ssn: Session, attrs: dict, update, with_ancestors: bool):
@@ -266,18 +293,9 @@ class Proportion:
     by priority, then share = max_r allocated/deserved."""
 
     def on_session_open(self, ssn: Session, entry) -> None:
-        n_res = ssn.problem.n_resources
-        total = ssn.total_resource
-        total_guarantee = sum((_values(q.guarantee) for q in ssn.queues), np.zeros(n_res))
-        attrs: dict[int, QueueAttr] = {}
-        for job in ssn.jobs:
-            if job.queue not in attrs:
-                attr = QueueAttr(ssn.queues[job.queue], n_res)
-                attr.real_capability = _real_capability(total, total_guarantee, attr)
-                attrs[job.queue] = attr
-            _queue_usage(ssn, job, attrs[job.queue])
+        attrs = _queues_with_jobs(ssn)
         self.attrs = attrs
-        self.water_fill(list(attrs.values()), total)
+        self.water_fill(list(attrs.values()), ssn.total_resource)
 
         def queue_order(l: QueueInfo, r: QueueInfo) -> int:
             if l.priority != r.priority:
@@ -470,14 +488,7 @@ class Capacity:
     def _build_flat(ssn: Session, attrs: dict, n_res: int) -> bool:
         """buildQueueAttrs: queues with jobs; deserved clipped to realCapability, raised to
         guarantee."""
-        total = ssn.total_resource
-        total_guarantee = sum((_values(q.guarantee) for q in ssn.queues), np.zeros(n_res))
-        for job in ssn.jobs:
-            if job.queue not in attrs:
-                attr = QueueAttr(ssn.queues[job.queue], n_res)
-                attr.real_capability = _real_capability(total, total_guarantee, attr)
-                attrs[job.queue] = attr
-            _queue_usage(ssn, job, attrs[job.queue])
+        attrs.update(_queues_with_jobs(ssn))
         for attr in attrs.values():
             _set_deserved(attr, np.minimum(_values(attr.queue.deserved), attr.real_capability))
             _capacity_share(attr)

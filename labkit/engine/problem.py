@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -485,7 +486,7 @@ class State:
     @classmethod
     def from_tasks(cls, problem: Problem, task_status: Iterable[int], task_node: Iterable[int],
                    job_phase: Iterable[int], now: float = 0.0, cycle: int = 0,
-                   next_node: int = 0) -> "State":
+                   next_node: int = 0) -> State:
         """Build a state, computing the node accounting from task status and node."""
         status = np.asarray(list(task_status), np.int8).reshape(problem.n_tasks)
         node = np.asarray(list(task_node), np.int64).reshape(problem.n_tasks)
@@ -493,7 +494,7 @@ class State:
         used, releasing, pipelined = node_accounting(problem, status, node)
         return cls(status, node, phase, used, releasing, pipelined, now, cycle, next_node)
 
-    def copy(self) -> "State":
+    def copy(self) -> State:
         return dataclasses.replace(self, **{f.name: getattr(self, f.name).copy()
                                             for f in dataclasses.fields(self)
                                             if isinstance(getattr(self, f.name), np.ndarray)})

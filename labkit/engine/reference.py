@@ -18,14 +18,26 @@ take snapshot order (lowest node / task / job index first).
 from __future__ import annotations
 
 from labkit.engine.framework import (
-    PREEMPTABLE_STATUSES, JobInfo, NodeInfo, PriorityQueue, Session, Statement, TaskInfo, fits,
+    PREEMPTABLE_STATUSES,
+    JobInfo,
+    NodeInfo,
+    PriorityQueue,
+    Session,
+    Statement,
+    TaskInfo,
+    fits,
 )
 from labkit.engine.plugins import PLUGINS
 from labkit.engine.problem import (
-    Action, Decisions, Placement, PodGroupPhase, Problem, State, TaskStatus,
+    Action,
+    Decisions,
+    Placement,
+    PodGroupPhase,
+    Problem,
+    State,
+    TaskStatus,
 )
 from labkit.engine.resources import less_equal
-
 
 # --------------------------------------------------------------------------------------------
 # Session open / close
