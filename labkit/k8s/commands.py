@@ -1,5 +1,134 @@
-"""`labkit export k8s` and `labkit cluster ...` (registered into the main CLI)."""
+"""`labkit export k8s` and `labkit cluster ...` (registered into the main CLI).
+
+`export` takes a target from `EXPORT_TARGETS`; another engine adds its writer there (same source
+arguments, `-o DIR`, `--time-scale`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..cli import EXIT_FAILED, EXIT_OK, _add_source, _scenario
+from ..spec import Scenario
+
+
+def export_k8s(scenario: Scenario, out_dir: Path, time_scale: float, command: str) -> list[Path]:
+    """The lab's Kubernetes/Volcano objects, one file per kind in apply order."""
+    from .export import render, write
+    from .manifests import manifests
+
+    return write(render(manifests(scenario, time_scale), command), out_dir)
+
+
+EXPORT_TARGETS: dict[str, tuple[str, Callable[[Scenario, Path, float, str], list[Path]]]] = {
+    "k8s": ("Kubernetes + Volcano + KWOK manifests (kubectl apply -f DIR)", export_k8s),
+}
+"""target -> (help, writer(scenario, out_dir, time_scale, command line for the header))."""
+
+
+def source_words(args: argparse.Namespace) -> str:
+    """How the scenario was named on the command line, for a generated file's header."""
+    return f"--preset {args.preset}" if args.preset else shlex.quote(args.scenario)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    scenario = _scenario(args)
+    command = f"labkit export {args.target} {source_words(args)}"
+    if args.time_scale != 1:
+        command += f" --time-scale {args.time_scale:g}"
+    written = EXPORT_TARGETS[args.target][1](scenario, Path(args.output), args.time_scale, command)
+    print(f"wrote {len(written)} files to {args.output}: {', '.join(p.name for p in written)}")
+    return EXIT_OK
+
+
+def cmd_cluster_up(args: argparse.Namespace) -> int:
+    from .cluster import up
+
+    if args.scenario is None and args.preset is None:
+        args.preset = "case-study"
+    up(args.name, _scenario(args))
+    return EXIT_OK
+
+
+def cmd_cluster_apply(args: argparse.Namespace) -> int:
+    from .cluster import Api, apply
+
+    scenario = _scenario(args)
+    created = apply(Api(args.context), scenario, args.time_scale)
+    print(f"applied {scenario.name}: {created} vcjobs submitted (time scale {args.time_scale:g})")
+    return EXIT_OK
+
+
+def cmd_cluster_observe(args: argparse.Namespace) -> int:
+    from .cluster import Api, observe
+    from .observe import result_json
+
+    result = observe(Api(args.context), _scenario(args), args.timeout)
+    data = result_json(result)
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(" ".join(f"{k}={v}" for k, v in data["summary"].items()))
+    unfinished = data["summary"]["jobs"] - data["summary"]["completed"]
+    if unfinished:
+        print(f"labkit: {unfinished} job(s) not finished within {args.timeout:g}s", file=sys.stderr)
+    return EXIT_FAILED if unfinished else EXIT_OK
+
+
+def cmd_cluster_down(args: argparse.Namespace) -> int:
+    from .cluster import Api, delete_cluster, down
+
+    if args.cluster:
+        delete_cluster(args.name)
+        print(f"deleted kind cluster {args.name}")
+        return EXIT_OK
+    count = down(Api(args.context), args.lab)
+    print(f"deleted {count} labkit object(s)" + (f" of lab {args.lab}" if args.lab else ""))
+    return EXIT_OK
 
 
 def register(sub) -> None:
     """Add this subsystem's subcommands to the `labkit` parser."""
+    text = "write a scenario as files for a real engine (one file per kind, in apply order)"
+    export = sub.add_parser("export", help=text, description=text)
+    export.add_argument("target", choices=sorted(EXPORT_TARGETS),
+                        help="; ".join(f"{name}: {help_}" for name, (help_, _) in sorted(EXPORT_TARGETS.items())))
+    _add_source(export)
+    export.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write (created if needed)")
+    _add_time_scale(export)
+    export.set_defaults(func=cmd_export)
+
+    text = "a kind cluster with Volcano and KWOK fake GPU nodes: up, apply a lab, observe it, down"
+    cluster = sub.add_parser("cluster", help=text, description=text)
+    actions = cluster.add_subparsers(dest="action", required=True, parser_class=type(cluster))
+    up = actions.add_parser("up", help="create the kind cluster, install Volcano and KWOK, create the fake nodes "
+                                       "(of the scenario, default --preset case-study)")
+    _add_source(up)
+    up.set_defaults(func=cmd_cluster_up)
+    apply = actions.add_parser("apply", help="create the lab's objects; vcjobs at their (scaled) submit times")
+    _add_source(apply)
+    _add_time_scale(apply)
+    apply.set_defaults(func=cmd_cluster_apply)
+    observe = actions.add_parser("observe", help="watch the lab's run until every job finished; print its Result")
+    _add_source(observe)
+    observe.add_argument("--timeout", type=float, default=3600, metavar="SECONDS", help="stop watching after this long")
+    observe.add_argument("--json", action="store_true", help="the jobs table and summary as JSON")
+    observe.set_defaults(func=cmd_cluster_observe)
+    down = actions.add_parser("down", help="delete labkit's objects (or, with --cluster, the kind cluster labkit made)")
+    down.add_argument("--lab", metavar="NAME", help="only the objects of this lab (scenario name)")
+    down.add_argument("--cluster", action="store_true", help="delete the whole kind cluster instead")
+    down.set_defaults(func=cmd_cluster_down)
+    for action in (up, down):
+        action.add_argument("--name", default="labkit", help="kind cluster name (default labkit)")
+    for action in (apply, observe, down):
+        action.add_argument("--context", help="kubeconfig context (default: the current one)")
+
+
+def _add_time_scale(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--time-scale", type=float, default=1.0, metavar="S",
+                        help="divide run times and submit offsets by S (e.g. 1008: a week in 10 minutes)")

@@ -1,0 +1,314 @@
+"""Scenario -> the Kubernetes and Volcano objects that run the same lab on a real cluster.
+
+`manifests(scenario)` returns plain dicts in apply order (see `KINDS`): the fake GPU nodes KWOK
+animates and the HyperNodes over them, the scheduler conf, the tenants' Namespaces with their
+ResourceQuota and LimitRange, PriorityClasses, Volcano Queues, and one vcjob per scenario job.
+Every object carries `app.kubernetes.io/managed-by: labkit` and `labkit.io/lab: <scenario name>`,
+so `labkit cluster down` can remove exactly what a lab created.
+
+A pod's run time is the `labkit.io/duration` annotation, which labkit's KWOK Stage
+(`clusters/kwok/stages.yaml`) waits before it marks the pod Succeeded. `time_scale` divides run
+times and submit offsets, so a simulated week runs in minutes on a laptop.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from ..errors import SpecError
+from ..spec import Scenario, conf_of
+from ..spec.model import Job, NodePool, PriorityClass, Queue, SchedulerConf, Task, Toleration
+from ..spec.quantity import parse_duration
+from ..workloads import expand
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+LAB = "labkit.io/lab"
+DURATION = "labkit.io/duration"
+"""Pod annotation: how long the pod runs once Running (a Go duration), read by labkit's KWOK Stage."""
+SUBMIT = "labkit.io/submit"
+"""vcjob annotation: how long after the run starts `labkit cluster apply` creates the job (a Go duration)."""
+TIME_SCALE = "labkit.io/time-scale"
+"""vcjob annotation: the factor run times and submit offsets were divided by."""
+TOPOLOGY = "topology.labkit.io/"
+"""Node label prefix: one label per HyperNode tier, e.g. `topology.labkit.io/rack: rack-3`."""
+PREEMPTABLE = "volcano.sh/preemptable"
+
+KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
+KWOK_SELECTOR = {"type": "kwok"}
+SCHEDULER_NAMESPACE, SCHEDULER_CONFIGMAP = "volcano-system", "volcano-scheduler-configmap"
+"""Where the Volcano helm chart (release `volcano`) keeps `volcano-scheduler.conf`."""
+POD_IMAGE = "registry.k8s.io/pause:3.10"
+"""KWOK never pulls it; it only has to be a valid image reference."""
+KUBELET_MAX_PODS = 110
+UNRESTRICTED_RETRIES = 2**31 - 1
+"""vcjob maxRetry: the simulator restarts an evicted gang without limit, Volcano's default is 3."""
+EXISTING_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease", SCHEDULER_NAMESPACE})
+
+KINDS = ("Node", "HyperNode", "ConfigMap", "Namespace", "ResourceQuota", "LimitRange", "PriorityClass", "Queue", "Job")
+"""Apply order: nodes before anything lands on them, the policy before jobs, tenants, queues, then jobs."""
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+def manifests(scenario: Scenario, time_scale: float = 1.0) -> list[dict]:
+    """Every object of the lab, in apply order; workload generators are expanded first."""
+    if not time_scale > 0:
+        raise SpecError("--time-scale", f"must be > 0, got {time_scale}")
+    scenario = expand(scenario)
+    labels = lab_labels(scenario.name)
+    objects = nodes(scenario, labels) + hypernodes(scenario, labels) + [scheduler_configmap(conf_of(scenario), labels)]
+    objects += _tenancy(scenario, labels) + [_priority_class(p, labels) for p in scenario.priority_classes]
+    objects += [_queue(q, labels) for q in scenario.queues]
+    objects += [vcjob(job, labels, time_scale) for job in scenario.jobs]
+    return sorted(objects, key=lambda obj: KINDS.index(obj["kind"]))
+
+
+def lab_labels(name: str) -> dict[str, str]:
+    """The two labels every object of the lab `name` (a scenario name) carries."""
+    if len(name) > 63 or not _LABEL_VALUE.match(name):
+        raise SpecError("name", f"{name!r} must be a Kubernetes label value (letters, digits, '-', '_', '.'; "
+                                "at most 63) because it labels every object of the lab")
+    return {MANAGED_BY: "labkit", LAB: name}
+
+
+def _meta(name: str, labels: dict[str, str], namespace: str | None = None, **extra: Any) -> dict:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(labels)
+    meta.update({k: v for k, v in extra.items() if v})
+    return meta
+
+
+def quantity(value: str | int | float) -> str | int:
+    """A scenario quantity as the API accepts it: kept as written, numbers as integers or strings."""
+    if isinstance(value, str):
+        return value
+    if float(value).is_integer():
+        return int(value)
+    return repr(float(value))
+
+
+def _quantities(resources: dict[str, Any]) -> dict[str, str | int]:
+    return {name: quantity(v) for name, v in resources.items()}
+
+
+def go_duration(seconds: float) -> str:
+    """Seconds as a Go duration string (`time.ParseDuration`), millisecond precision: `5400s`, `0.6s`."""
+    text = f"{round(seconds, 3):.3f}".rstrip("0").rstrip(".")
+    return f"{text}s"
+
+
+# ---------------------------------------------------------------------------------------- nodes
+
+
+def nodes(scenario: Scenario, labels: dict[str, str]) -> list[dict]:
+    """KWOK fake nodes (as Volcano's own e2e and benchmarks make them), with GPUs as a plain scalar."""
+    tiers = _tier_of_nodes(scenario)
+    out = []
+    for pool in scenario.cluster.pools:
+        for name in pool.node_names():
+            out.append(_node(pool, name, labels, tiers.get(name, {})))
+    return out
+
+
+def _node(pool: NodePool, name: str, labels: dict[str, str], topology: dict[str, str]) -> dict:
+    node_labels = {**pool.labels, **KWOK_SELECTOR, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                   "kubernetes.io/arch": "amd64", "labkit.io/pool": pool.name, **topology, **labels}
+    capacity = {"pods": KUBELET_MAX_PODS, **_quantities(pool.resources)}
+    taints = [KWOK_TAINT] + [{k: v for k, v in t.model_dump().items() if v} for t in pool.taints]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": _meta(name, node_labels, annotations={"kwok.x-k8s.io/node": "fake",
+                                                          "node.alpha.kubernetes.io/ttl": "0"}),
+        "spec": {"taints": taints},
+        "status": {"capacity": capacity, "allocatable": dict(capacity)},
+    }
+
+
+def _tiers(scenario: Scenario) -> list[list[list[str]]]:
+    """Members of every HyperNode, tier by tier: tier 1 groups node names, tier k groups tier k-1 HyperNodes."""
+    topology = scenario.cluster.topology
+    if topology is None:
+        return []
+    below = [name for pool in scenario.cluster.pools for name in pool.node_names()]
+    out = []
+    for tier in topology.tiers:
+        groups = [below[i:i + tier.size] for i in range(0, len(below), tier.size)]
+        out.append(groups)
+        below = [f"{tier.name}-{j}" for j in range(len(groups))]
+    return out
+
+
+def _tier_of_nodes(scenario: Scenario) -> dict[str, dict[str, str]]:
+    """node name -> {topology label: HyperNode name} for every tier above it."""
+    topology = scenario.cluster.topology
+    if topology is None:
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    members = {n: [n] for pool in scenario.cluster.pools for n in pool.node_names()}
+    for tier, groups in zip(topology.tiers, _tiers(scenario)):
+        grouped = {}
+        for j, group in enumerate(groups):
+            hypernode = f"{tier.name}-{j}"
+            grouped[hypernode] = [n for member in group for n in members[member]]
+            for n in grouped[hypernode]:
+                out.setdefault(n, {})[TOPOLOGY + tier.name] = hypernode
+        members = grouped
+    return out
+
+
+def hypernodes(scenario: Scenario, labels: dict[str, str]) -> list[dict]:
+    """One HyperNode per group of every tier: tier 1 selects its nodes by label, higher tiers name HyperNodes."""
+    topology = scenario.cluster.topology
+    out = []
+    for level, (tier, groups) in enumerate(zip(topology.tiers if topology else [], _tiers(scenario)), start=1):
+        for j, group in enumerate(groups):
+            name = f"{tier.name}-{j}"
+            if level == 1:
+                members = [{"type": "Node", "selector": {"labelMatch": {"matchLabels": {TOPOLOGY + tier.name: name}}}}]
+            else:
+                members = [{"type": "HyperNode", "selector": {"exactMatch": {"name": m}}} for m in group]
+            out.append({
+                "apiVersion": "topology.volcano.sh/v1alpha1",
+                "kind": "HyperNode",
+                "metadata": _meta(name, labels),
+                "spec": {"tier": level, "tierName": tier.name, "members": members},
+            })
+    return out
+
+
+# ---------------------------------------------------------------------------------------- policy, tenants, queues
+
+
+def scheduler_configmap(conf: SchedulerConf, labels: dict[str, str]) -> dict:
+    """Volcano's scheduler ConfigMap holding `conf` as `volcano-scheduler.conf` (hot-reloaded by the scheduler)."""
+    data = conf.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for tier in data["tiers"]:
+        tier["plugins"] = [{"name": p["name"], **p} for p in tier["plugins"]]  # as Volcano's docs write it
+    text = yaml.safe_dump(data, sort_keys=False)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(SCHEDULER_CONFIGMAP, labels, SCHEDULER_NAMESPACE),
+        "data": {"volcano-scheduler.conf": text},
+    }
+
+
+def _tenancy(scenario: Scenario, labels: dict[str, str]) -> list[dict]:
+    """Namespaces the lab uses (not the cluster's own), and each tenant's ResourceQuota and LimitRange."""
+    names = [t.ns for t in scenario.tenants] + [j.namespace for j in scenario.jobs]
+    out = [{"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(ns, labels)}
+           for ns in dict.fromkeys(names) if ns not in EXISTING_NAMESPACES]
+    for tenant in scenario.tenants:
+        if tenant.resource_quota is not None:
+            out.append({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta(tenant.name, labels, tenant.ns),
+                        "spec": {"hard": _quantities(tenant.resource_quota.hard)}})
+        if tenant.limit_range is not None:
+            limits = []
+            for item in tenant.limit_range.limits:
+                given = {"default": item.default, "defaultRequest": item.default_request, "max": item.max,
+                         "min": item.min}
+                limits.append({"type": item.type, **{k: _quantities(v) for k, v in given.items() if v}})
+            out.append({"apiVersion": "v1", "kind": "LimitRange", "metadata": _meta(tenant.name, labels, tenant.ns),
+                        "spec": {"limits": limits}})
+    return out
+
+
+def _priority_class(pclass: PriorityClass, labels: dict[str, str]) -> dict:
+    obj = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": _meta(pclass.name, labels),
+           "value": pclass.value, "preemptionPolicy": pclass.preemption_policy, "globalDefault": pclass.global_default}
+    if pclass.description:
+        obj["description"] = pclass.description
+    return obj
+
+
+def _queue(queue: Queue, labels: dict[str, str]) -> dict:
+    """A Volcano Queue; `guarantee` is `{resource: ...}` in the CRD, the other lists are plain ResourceLists."""
+    spec: dict[str, Any] = {"weight": queue.weight, "reclaimable": queue.reclaimable}
+    if queue.capability:
+        spec["capability"] = _quantities(queue.capability)
+    if queue.deserved:
+        spec["deserved"] = _quantities(queue.deserved)
+    if queue.guarantee:
+        spec["guarantee"] = {"resource": _quantities(queue.guarantee)}
+    if queue.priority:
+        spec["priority"] = queue.priority
+    if queue.parent != "root":
+        spec["parent"] = queue.parent
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": _meta(queue.name, labels),
+            "spec": spec}
+
+
+# ---------------------------------------------------------------------------------------- jobs
+
+
+def vcjob(job: Job, labels: dict[str, str], time_scale: float = 1.0) -> dict:
+    """A Volcano Job: its tasks as pod templates that KWOK runs for the job's (scaled) duration.
+
+    A gang that needs all its pods restarts as a whole when one is evicted (`PodEvicted ->
+    RestartJob`), as the simulator does; a job with surplus pods (minAvailable below its pod count)
+    keeps Volcano's default, which recreates just the evicted pod.
+    """
+    run_time = parse_duration(job.work if job.work is not None else job.duration) / time_scale
+    annotations = {SUBMIT: go_duration(parse_duration(job.submit) / time_scale), TIME_SCALE: f"{time_scale:g}"}
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "queue": job.queue,
+        "minAvailable": job.min_available_resolved,
+        "maxRetry": UNRESTRICTED_RETRIES,
+    }
+    if job.priority_class_name:
+        spec["priorityClassName"] = job.priority_class_name
+    if restarts_on_eviction(job):
+        spec["policies"] = [{"event": "PodEvicted", "action": "RestartJob"}]
+    if job.network_topology is not None:
+        spec["networkTopology"] = {"mode": job.network_topology.mode,
+                                   "highestTierAllowed": job.network_topology.highest_tier_allowed}
+    grace = round(parse_duration(job.grace_period) / time_scale)
+    spec["tasks"] = [_task(task, labels, job, run_time, grace) for task in job.tasks]
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": _meta(job.name, labels, job.namespace, annotations=annotations),
+        "spec": spec,
+    }
+
+
+def restarts_on_eviction(job: Job) -> bool:
+    """Whether losing any pod takes the job below minAvailable, so an eviction restarts the whole job."""
+    return job.min_available_resolved >= sum(t.replicas_resolved for t in job.tasks)
+
+
+def _task(task: Task, labels: dict[str, str], job: Job, run_time: float, grace: int) -> dict:
+    requests = {name: quantity(v) for name, v in task.resources.items() if name != "pods"}
+    limits = {name: v for name, v in requests.items() if name not in _BASE_RESOURCES
+              and not name.startswith("hugepages-")}  # extended resources: requests must equal limits
+    container: dict[str, Any] = {"name": task.name, "image": POD_IMAGE}
+    if requests:
+        container["resources"] = {"requests": requests, **({"limits": limits} if limits else {})}
+    pod_spec: dict[str, Any] = {
+        "containers": [container],
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": grace,
+        "nodeSelector": {**task.node_selector, **KWOK_SELECTOR},
+        "tolerations": [{"key": KWOK_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}]
+                       + [_toleration(t) for t in task.tolerations],
+    }
+    annotations = {DURATION: go_duration(run_time), PREEMPTABLE: "true" if job.preemptible else "false"}
+    return {
+        "name": task.name,
+        "replicas": task.replicas_resolved,
+        "minAvailable": task.min_available_resolved,
+        "template": {"metadata": {"labels": dict(labels), "annotations": annotations}, "spec": pod_spec},
+    }
+
+
+def _toleration(toleration: Toleration) -> dict:
+    given = toleration.model_dump()
+    return {"operator": given.pop("operator"), **{k: v for k, v in given.items() if v}}

@@ -1,0 +1,45 @@
+"""The generated files under `clusters/`: each chapter's manifests and Volcano's two scheduler ConfigMaps.
+
+`python -m labkit.k8s.sets` rewrites them; `tests/test_k8s_sets.py` fails when they are stale.
+Chapters with a real-cluster section export their preset at a time scale that fits a laptop run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import spec
+from .export import dump, header, render, write
+from .manifests import lab_labels, manifests, scheduler_configmap
+
+CHAPTERS = {
+    "ch01": ("case-study", 1008.0),   # the case study's week in 10 minutes
+    "ch02": ("fragmentation", 60.0),  # 8-hour jobs in 8 minutes
+}
+"""clusters/<chapter> -> (preset, time scale)."""
+SCHEDULER_POLICIES = {"shipped": "volcano-shipped", "multitenant": "volcano-multitenant"}
+"""clusters/volcano/scheduler-<name>.yaml -> policy preset."""
+REGENERATE = "python -m labkit.k8s.sets"
+
+
+def generated() -> dict[str, dict[str, str]]:
+    """folder under clusters/ -> {file name: text}, for every generated set."""
+    out = {}
+    for chapter, (preset, scale) in CHAPTERS.items():
+        command = f"labkit export k8s --preset {preset} --time-scale {scale:g}"
+        out[chapter] = render(manifests(spec.preset(preset), scale), command)
+    out["volcano"] = {}
+    for name, policy in SCHEDULER_POLICIES.items():
+        obj = scheduler_configmap(spec.policy(policy), lab_labels(policy))
+        out["volcano"][f"scheduler-{name}.yaml"] = header(REGENERATE) + dump([obj])
+    return out
+
+
+def main(root: Path = Path(__file__).resolve().parents[2] / "clusters") -> None:
+    for folder, files in generated().items():
+        written = write(files, root / folder)
+        print(f"{root / folder}: {len(written)} files")
+
+
+if __name__ == "__main__":
+    main()
