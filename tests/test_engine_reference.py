@@ -261,3 +261,41 @@ def test_pipelined_tasks_return_to_pending_after_the_session():
     assert decisions.state.task_status[e.task] == TaskStatus.RELEASING
     assert np.array_equal(decisions.state.node_releasing[problem.node_names.index("n2")],
                           problem.task_request[e.task])
+
+
+# --- hierarchical drf ------------------------------------------------------------------------
+
+def hdrf_session(running: dict[str, int]):
+    """Queues root/a, root/b/x and root/b/y (all weights 1) on a 12-cpu node, with ``running``
+    1-cpu pods per queue."""
+    hierarchy = {"a": ("root/a", "1/1"), "x": ("root/b/x", "1/1/1"), "y": ("root/b/y", "1/1/1")}
+    queues = [{"name": q, "annotations": {"volcano.sh/hierarchy": h, "volcano.sh/hierarchy-weights": w}}
+              for q, (h, w) in hierarchy.items()]
+    podgroups = [{"name": f"pg-{q}", "ns": "ns", "queue": q, "minMember": 0, "phase": "Running"} for q in hierarchy]
+    pods = [{"name": f"{q}-{i}", "ns": "ns", "podgroup": f"pg-{q}", "phase": "Running", "node": "n1",
+             "requests": {"cpu": "1"}} for q in hierarchy for i in range(running[q])]
+    pods += [{"name": f"{q}-pending", "ns": "ns", "podgroup": f"pg-{q}", "phase": "Pending", "requests": {"cpu": "1"}}
+             for q in hierarchy]
+    config = {"actions": ["allocate"], "tiers": [[{"name": "drf", "enabled": ["hierarchy", "queueOrder", "jobOrder"]}]]}
+    problem, state = load_case({"config": config, "queues": queues, "podgroups": podgroups, "pods": pods,
+                                "nodes": [{"name": "n1", "cpu": "12", "memory": "12Gi", "pods": 110}]})
+    ssn = open_session(problem, state)
+    return problem, ssn, entry_of(ssn, Plugin.DRF).plugin.hdrf
+
+
+def test_hdrf_rescales_children_to_the_smallest_share():
+    """b's children x (2 cpu) and y (1 cpu) are scaled to the smaller dominant share (1/12):
+    b counts as 2 cpu, not 3, so b (2/12) goes before a (3/12) although it holds as much."""
+    problem, ssn, hdrf = hdrf_session({"a": 3, "x": 2, "y": 1})
+    node = {name: i for i, name in enumerate(problem.hdrf_names)}
+    cpus = ssn.total_resource[CPU] / 1000
+    assert hdrf.nodes[node["root/a"]][0] == pytest.approx(3 / cpus)
+    assert hdrf.nodes[node["root/b"]][0] == pytest.approx((1 + 1) / cpus)
+    a, x, y = (ssn.queues[problem.queue_names.index(q)] for q in "axy")
+    assert ssn.queue_order(x, a) and ssn.queue_order(y, a)
+    assert ssn.queue_order(y, x)  # inside b, the lower share first
+
+
+def test_hdrf_saturates_when_the_cluster_is_full():
+    _, _, hdrf = hdrf_session({"a": 6, "x": 3, "y": 3})
+    assert all(saturated for _, saturated in hdrf.nodes.values())

@@ -23,6 +23,7 @@ from labkit.engine.problem import (
     Problem,
     State,
     TaskStatus,
+    hdrf_tree,
     is_best_effort,
     pod_name_index,
     policy_from_conf,
@@ -35,6 +36,8 @@ ZERO_TIME_NOW = 1e11
 """Seconds between the zero creation timestamps of the test objects and "now"."""
 
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
+HIERARCHY_KEY = "volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS_KEY = "volcano.sh/hierarchy-weights"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 CRITICAL_CLASSES = {"system-cluster-critical", "system-node-critical"}
 
@@ -259,6 +262,9 @@ def load_case(case: Mapping, where: str = "case") -> tuple[Problem, State]:
                          for sel in selectors], bool).reshape(len(selectors), len(nodes))
 
     n_jobs = len(pgs)
+    annotations = [q.get("annotations") or {} for q in queues]
+    hdrf_names, hdrf_parent, hdrf_weight, queue_hdrf_node = hdrf_tree(
+        [a.get(HIERARCHY_KEY, "") for a in annotations], [a.get(HIERARCHY_WEIGHTS_KEY, "") for a in annotations])
     problem = Problem(
         resource_names=names,
         node_names=node_names,
@@ -300,6 +306,10 @@ def load_case(case: Mapping, where: str = "case") -> tuple[Problem, State]:
         task_class=np.array(t_class, np.int64),
         class_node_ok=class_ok,
         policy=policy,
+        hdrf_names=hdrf_names,
+        hdrf_parent=hdrf_parent,
+        hdrf_weight=hdrf_weight,
+        queue_hdrf_node=queue_hdrf_node,
     )
     state = State.from_tasks(problem, status, node_of, phases, now=ZERO_TIME_NOW)
     return problem, state

@@ -247,20 +247,21 @@ class Conformance:
 
 
 class Drf:
-    """drf.go (without hierarchy): job share = max_r allocated_r / total_r; lower share first;
-    a victim is preemptable when the preemptor's share after winning stays below (or within
-    1e-6 of) the victim job's share after losing."""
+    """drf.go: job share = max_r allocated_r / total_r over the cluster's resources (pods and
+    gpus included); lower share first; a victim is
+    preemptable when the preemptor's share after winning stays below (or within 1e-6 of) the
+    victim job's share after losing. With ``hierarchy`` on (hierarchical DRF), queues are also
+    ordered and reclaimed by :class:`HierarchicalShares`."""
 
     SHARE_DELTA = 1e-6
 
     def on_session_open(self, ssn: Session, entry) -> None:
-        if entry.on(Ext.HIERARCHY):
-            from labkit.errors import LabkitError
-            raise LabkitError("the reference engine does not implement hierarchical drf (enableHierarchy)")
         total = ssn.total_resource
         allocated = {job.index: job.allocated.copy() for job in ssn.jobs}
         shares = {j: dominant_share(a, total) for j, a in allocated.items()}
         self.shares = shares
+        hdrf = HierarchicalShares(ssn, allocated) if entry.on(Ext.HIERARCHY) else None
+        self.hdrf = hdrf
 
         def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]):
             ls = dominant_share(allocated[preemptor.job] + preemptor.request, total)
@@ -281,10 +282,112 @@ class Drf:
         def change(task: TaskInfo, sign: float) -> None:
             allocated[task.job] = allocated[task.job] + sign * task.request
             shares[task.job] = dominant_share(allocated[task.job], total)
+            if hdrf is not None:
+                hdrf.total_allocated = hdrf.total_allocated + sign * task.request
+                hdrf.nodes = hdrf.compute(allocated, hdrf.total_allocated)
 
         ssn.add_fn("preemptable", entry, preemptable)
         ssn.add_fn("jobOrder", entry, job_order)
+        if hdrf is not None:
+            ssn.add_fn("queueOrder", entry, lambda l, r: _sign(hdrf.compare(hdrf.nodes, l, r)))
+            ssn.add_fn("reclaimable", entry, hdrf.reclaimable)
         ssn.add_event_handler(lambda t: change(t, 1.0), lambda t: change(t, -1.0))
+
+
+def _sign(x: float) -> int:
+    return -1 if x < 0 else (1 if x > 0 else 0)
+
+
+class HierarchicalShares:
+    """Hierarchical DRF (drf.go buildHierarchy / updateHierarchicalShare / compareQueues;
+    docs/design/hdrf.md). The tree is the Problem's hdrf tree with one leaf per job under its
+    queue's node. A leaf is *saturated* when it holds all it asked for on some resource, or asks
+    for a resource the cluster has fully handed out. An inner node rescales its unsaturated
+    children to the smallest dominant share among them, adds its saturated children as they
+    are, and is saturated when all its children are."""
+
+    def __init__(self, ssn: Session, allocated: dict[int, np.ndarray]):
+        p = ssn.problem
+        self.ssn = ssn
+        self.allocated = allocated
+        self.total = ssn.total_resource
+        self.parent = p.hdrf_parent
+        self.weight = p.hdrf_weight
+        self.children: list[list[int]] = [[] for _ in p.hdrf_names]
+        for node, parent in enumerate(p.hdrf_parent):
+            if parent >= 0:
+                self.children[parent].append(node)
+        self.jobs_under: list[list[int]] = [[] for _ in p.hdrf_names]
+        for job in ssn.jobs:
+            self.jobs_under[p.queue_hdrf_node[job.queue]].append(job.index)
+        self.request = {job.index: sum((t.request for t in job.tasks), np.zeros(p.n_resources))
+                        for job in ssn.jobs}
+        self.total_allocated = sum(allocated.values(), np.zeros(p.n_resources))
+        self.nodes = self.compute(allocated, self.total_allocated)
+
+    def compute(self, allocated: dict[int, np.ndarray], total_allocated: np.ndarray):
+        """(share, saturated) of every tree node, bottom-up from the jobs' allocations."""
+        demanding = (total_allocated < self.total) & resource_names(self.total)
+        result: dict[int, tuple[float, bool]] = {}
+
+        def visit(node: int) -> tuple[np.ndarray, float, bool]:
+            parts = [visit(c) for c in self.children[node]]
+            for j in self.jobs_under[node]:
+                a, req = allocated[j], self.request[j]
+                held = resource_names(a)
+                saturated = bool(np.any(held & (a != 0) & (req != 0) & (a >= req))
+                                 or np.any(held & ~demanding & (req != 0)))
+                parts.append((a, dominant_share(a, self.total), saturated))
+            if not parts:
+                result[node] = (0.0, True)
+                return np.zeros_like(self.total), 0.0, True
+            mdr = min([1.0] + [dominant_share(a, self.total) for a, sh, sat in parts if sh != 0 and not sat])
+            total = np.zeros_like(self.total)
+            for a, sh, sat in parts:
+                if sh != 0:
+                    total = total + (a if sat else a * (mdr / sh))
+            share, saturated = dominant_share(total, self.total), all(sat for _, _, sat in parts)
+            result[node] = (share, saturated)
+            return total, share, saturated
+
+        visit(0)
+        return result
+
+    def path(self, queue: QueueInfo) -> list[int]:
+        node, chain = int(self.ssn.problem.queue_hdrf_node[queue.index]), []
+        while node >= 0:
+            chain.append(node)
+            node = int(self.parent[node])
+        return chain[::-1]
+
+    def compare(self, nodes, left: QueueInfo, right: QueueInfo) -> float:
+        """compareQueues: walk both paths from the root; unsaturated before saturated, else
+        the lower share/weight first; equal nodes descend a level."""
+        for ln, rn in zip(self.path(left), self.path(right)):
+            (ls, lsat), (rs, rsat) = nodes[ln], nodes[rn]
+            if lsat != rsat:
+                return 1.0 if lsat else -1.0
+            diff = ls / self.weight[ln] - rs / self.weight[rn]
+            if diff != 0:
+                return diff
+        return 0.0
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]):
+        """A reclaimee is a victim if the reclaimer's queue, given the task, still compares
+        below the reclaimee's queue without it."""
+        ssn = self.ssn
+        base = dict(self.allocated)
+        base[reclaimer.job] = base[reclaimer.job] + reclaimer.request
+        total = self.total_allocated + reclaimer.request
+        lqueue = ssn.queues[ssn.jobs[reclaimer.job].queue]
+        victims = []
+        for t in reclaimees:
+            trial = dict(base)
+            trial[t.job] = trial[t.job] - t.request
+            nodes = self.compute(trial, total - t.request)
+            if self.compare(nodes, lqueue, ssn.queues[ssn.jobs[t.job].queue]) < 0:
+                victims.append(t)
+        return victims, PERMIT
 
 
 class Proportion:

@@ -347,6 +347,12 @@ class Problem:
       the label and taint predicates. Resource fit and max pods are checked by the engine.
     Policy
       ``policy`` (:class:`Policy`).
+    Hierarchical DRF (optional; only drf with ``hierarchy`` reads it)
+      ``hdrf_names`` (H,), ``hdrf_parent`` (H,) int64 (-1 for node 0, the root) and
+      ``hdrf_weight`` (H,) float64: the tree spelled by the queues' ``volcano.sh/hierarchy`` /
+      ``volcano.sh/hierarchy-weights`` annotations; ``queue_hdrf_node`` (Q,) int64 the tree node
+      a queue's jobs hang under (0 = root, for queues without the annotation). Build them with
+      :func:`hdrf_tree`; left out, every queue hangs under the root.
     """
 
     resource_names: tuple[str, ...]
@@ -389,8 +395,18 @@ class Problem:
     task_class: np.ndarray
     class_node_ok: np.ndarray
     policy: Policy
+    hdrf_names: tuple[str, ...] = ("root",)
+    hdrf_parent: np.ndarray | None = None
+    hdrf_weight: np.ndarray | None = None
+    queue_hdrf_node: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.hdrf_parent is None:
+            object.__setattr__(self, "hdrf_parent", np.full(len(self.hdrf_names), -1, np.int64))
+        if self.hdrf_weight is None:
+            object.__setattr__(self, "hdrf_weight", np.ones(len(self.hdrf_names)))
+        if self.queue_hdrf_node is None:
+            object.__setattr__(self, "queue_hdrf_node", np.zeros(len(self.queue_names), np.int64))
         validate_problem(self)
 
     @property
@@ -427,6 +443,7 @@ _SHAPES = {
     "task_preempt_never": ("T",), "task_preemptable": ("T",), "task_best_effort": ("T",),
     "task_critical": ("T",), "task_index": ("T",), "task_rank": ("T",), "task_class": ("T",),
     "class_node_ok": ("C", "N"),
+    "hdrf_parent": ("H",), "hdrf_weight": ("H",), "queue_hdrf_node": ("Q",),
 }
 
 
@@ -435,14 +452,16 @@ def validate_problem(p: Problem) -> None:
     if tuple(p.resource_names[:3]) != BASE_RESOURCES:
         raise SpecError("resource_names", f"must start with {BASE_RESOURCES}, got {p.resource_names[:3]}")
     dims = {"N": p.n_nodes, "Q": p.n_queues, "J": p.n_jobs, "T": p.n_tasks,
-            "R": p.n_resources, "K": len(p.role_names), "C": p.class_node_ok.shape[0]}
+            "R": p.n_resources, "K": len(p.role_names), "C": p.class_node_ok.shape[0],
+            "H": len(p.hdrf_names)}
     for name, shape in _SHAPES.items():
         want = tuple(dims[d] for d in shape)
         got = getattr(p, name).shape
         if got != want:
             raise SpecError(name, f"shape {got}, expected {want} ({'x'.join(shape)})")
     for name, upper in (("job_queue", p.n_queues), ("task_job", p.n_jobs),
-                        ("task_role", len(p.role_names)), ("task_class", dims["C"])):
+                        ("task_role", len(p.role_names)), ("task_class", dims["C"]),
+                        ("queue_hdrf_node", dims["H"])):
         values = getattr(p, name)
         if len(values) and (values.min() < 0 or values.max() >= upper):
             raise SpecError(name, f"index out of range 0..{upper - 1}")
@@ -575,6 +594,34 @@ def pod_name_index(name: str) -> int:
         except ValueError:
             return -1
     return -1
+
+
+def hdrf_tree(hierarchies: Sequence[str], weights: Sequence[str]):
+    """``(hdrf_names, hdrf_parent, hdrf_weight, queue_hdrf_node)`` from each queue's
+    ``volcano.sh/hierarchy`` (``"root/eng/dev"``, ``""`` when absent) and
+    ``volcano.sh/hierarchy-weights`` (``"100/50/50"``) annotations, as drf buildHierarchy
+    reads them: the first component is the root; a node is named by its path and takes the
+    weight the first queue that reaches it gives (unparsable or < 1 becomes 1)."""
+    names, parent, weight = ["root"], [-1], [1.0]
+    index = {"root": 0}
+    queue_node = []
+    for q, (hierarchy, weight_text) in enumerate(zip(hierarchies, weights)):
+        parts, ws = hierarchy.split("/"), weight_text.split("/")
+        node, path = 0, "root"
+        for i in range(1, len(parts)):
+            path = f"{path}/{parts[i]}"
+            if path not in index:
+                try:
+                    w = float(ws[i])
+                except (IndexError, ValueError):
+                    w = 1.0
+                index[path] = len(names)
+                names.append(path)
+                parent.append(node)
+                weight.append(max(w, 1.0))
+            node = index[path]
+        queue_node.append(node)
+    return tuple(names), np.array(parent, np.int64), np.array(weight), np.array(queue_node, np.int64)
 
 
 def rank_by(keys: Sequence[Any]) -> np.ndarray:
