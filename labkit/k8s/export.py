@@ -24,7 +24,7 @@ FILE_NAMES = {
 _NUMBERED = re.compile(r"^\d\d-[a-z-]+\.yaml$")
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml's is 5x faster, same text
     """Multi-line strings (the scheduler conf) as `|` blocks, the way people write ConfigMaps."""
 
 

@@ -10,6 +10,10 @@ state of every object, and `Recorder.result()` reads the run off those objects:
   times; they have one-second resolution, i.e. `time_scale` seconds of scenario time;
 * they are turned back into scenario seconds: `(t - t0) * time_scale`, where t0 is when the run
   began (the earliest vcjob creation minus its `labkit.io/submit` offset);
+* a pod gives its resources back when it finishes or is deleted (KWOK removes a deleted pod at
+  once, without its grace period);
+* an observer started late sees only the objects that still exist: the runs of deleted pods are
+  gone, though their evictions are still counted from the scheduler's `Evict` events;
 * enqueue is the first pod's creation (the vcjob controller creates pods only once the PodGroup
   leaves Pending); a job starts when `minAvailable` pods of one job version (`volcano.sh/job-version`,
   bumped at every RestartJob) run; an eviction that restarts the job loses the work of that run
@@ -57,16 +61,14 @@ class PodRun:
     finished: float
     evicted: float
     deleted: float
+    """When the pod was deleted: KWOK removes a deleted pod at once, without waiting for its grace period."""
     message: str
     requests: dict[str, float]
 
     @property
     def end(self) -> float:
-        """Finished, else evicted, else (deleted for another reason) deleted; NaN while it runs."""
-        for t in (self.finished, self.evicted, self.deleted):
-            if not math.isnan(t):
-                return t
-        return math.nan
+        """When the pod gave its resources back: it finished, or it was deleted; NaN while it holds them."""
+        return self.deleted if math.isnan(self.finished) else self.finished
 
 
 class Recorder:
@@ -138,7 +140,8 @@ class Recorder:
                 uid=uid, job=job, role=role, index=index, version=int(meta.get("annotations", {}).get(JOB_VERSION, 0)),
                 created=timestamp(meta.get("creationTimestamp")), node=spec.get("nodeName", ""),
                 start=timestamp(status.get("startTime")), finished=finished, evicted=evicted,
-                deleted=timestamp(meta.get("deletionTimestamp")), message=message, requests=_requests(spec)))
+                deleted=timestamp(meta.get("deletionTimestamp")) - meta.get("deletionGracePeriodSeconds", 0),
+                message=message, requests=_requests(spec)))
         return sorted(out, key=lambda r: (r.created, r.job, r.role, r.index))
 
     def result(self) -> Result:
@@ -151,7 +154,7 @@ class Recorder:
 
         resources = _resource_columns(self.scenario, runs)
         tasks = pd.DataFrame(
-            [[_job_key(self.scenario.jobs[r.job]), r.role, r.index, r.node, rel(r.start), rel(r.end)]
+            [[_job_key(self.scenario.jobs[r.job]), r.role, r.index, r.node, rel(r.start), rel(r.end), rel(r.evicted)]
              + [r.requests.get(name, 0.0) for name in resources] for r in runs if not math.isnan(r.start)],
             columns=TASK_COLUMNS + resources)
         rows, events = [], []
@@ -206,6 +209,11 @@ class Recorder:
                 events.append((rel(r.evicted), "Evicted", key, pod, r.node, "Evict", r.message))
             if not math.isnan(r.deleted):
                 events.append((rel(r.deleted), "Deleted", key, pod, r.node, "", ""))
+        unseen = [e for uid, e in self.evict_events.items() if uid not in self.pods
+                  and self.pod_names[(e["involvedObject"]["namespace"], e["involvedObject"]["name"])][0] == j]
+        for e in unseen:  # pods deleted before observe started: only the scheduler's Evict event is left
+            events.append((rel(_eviction({}, e)[0]), "Evicted", key, f"{job.namespace}/{e['involvedObject']['name']}",
+                           "", "Evict", e.get("message", "")))
         if phase == "Completed":
             events.append((end, "Completed", key, "", "", "", ""))
         if phase in FINISHED_PHASES:
@@ -215,7 +223,7 @@ class Recorder:
         else:
             state = "Inqueue" if runs or _phase(self.podgroups.get(j)) not in ("", "Pending") else "Pending"
         row = [job.name, job.namespace, job.queue, _priority(self.scenario, job), _job_gpus(job), submit, enqueue,
-               start, end, state, sum(1 for r in runs if not math.isnan(r.evicted)), lost]
+               start, end, state, sum(1 for r in runs if not math.isnan(r.evicted)) + len(unseen), lost]
         return row, events
 
 
