@@ -523,18 +523,16 @@ def node_accounting(problem: Problem, status: np.ndarray, node: np.ndarray):
     """(used, releasing, pipelined) per node, as NodeInfo.AddTask accumulates them."""
     shape = (problem.n_nodes, problem.n_resources)
     used, releasing, pipelined = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-    for t in range(problem.n_tasks):
-        n, s = node[t], status[t]
-        if n < 0 or s in (TaskStatus.PENDING, TaskStatus.SUCCEEDED, TaskStatus.FAILED):
-            continue
-        req = problem.task_request[t]
-        if s == TaskStatus.PIPELINED:
-            pipelined[n] += req
-        else:
-            used[n] += req
-            if s == TaskStatus.RELEASING:
-                releasing[n] += req
+    placed = (node >= 0) & ~np.isin(status, _NOT_ON_NODE)
+    is_pipelined = placed & (status == TaskStatus.PIPELINED)
+    holding = placed & ~is_pipelined
+    for out, mask in ((pipelined, is_pipelined), (used, holding),
+                      (releasing, holding & (status == TaskStatus.RELEASING))):
+        np.add.at(out, node[mask], problem.task_request[mask])
     return used, releasing, pipelined
+
+
+_NOT_ON_NODE = np.array([TaskStatus.PENDING, TaskStatus.SUCCEEDED, TaskStatus.FAILED], np.int8)
 
 
 # --------------------------------------------------------------------------------------------
