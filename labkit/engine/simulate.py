@@ -69,6 +69,7 @@ class Simulation:
         self.status = np.full(n_tasks, TaskStatus.PENDING, np.int8)
         self.node = np.full(n_tasks, -1, np.int64)
         self.open_run = np.full(n_tasks, -1, np.int64)
+        self.pipelined_on = np.full(n_tasks, -1, np.int64)
         self.run_start = np.full(n_jobs, np.nan)
         self.work_done = np.zeros(n_jobs)
         self.lost_work = np.zeros(n_jobs)
@@ -140,7 +141,9 @@ class Simulation:
 
     def session_once(self, now: float) -> tuple[Decisions | None, bool]:
         """One session at `now`: its decisions (in full-problem indices) and whether it changed anything."""
-        jobs = np.flatnonzero(self.present & ~self.done)
+        releasing = np.zeros(self.p.n_jobs, bool)
+        releasing[self.p.task_job[self.status == TaskStatus.RELEASING]] = True
+        jobs = np.flatnonzero(self.present & (~self.done | releasing))  # terminating pods still hold resources
         if not len(jobs):
             return None, False
         tasks = np.concatenate([np.flatnonzero(self.created[self.c.job_pods[j]:self.c.job_pods[j + 1]])
@@ -158,9 +161,13 @@ class Simulation:
             self._evict(now, int(tasks[eviction.task]), eviction.action, eviction.reason)
             changed = True
         for placement in decisions.pipelined:
-            changed = True  # resources promised on a node; the next session binds once they free
-            self._log(now, "Pipelined", int(self.p.task_job[tasks[placement.task]]), int(tasks[placement.task]),
-                      placement.node, placement.action, placement.reason)
+            # Pipelining is not kept between sessions: the same snapshot pipelines the same way,
+            # so it is no change; the release it waits for is an event that runs the next session.
+            t = int(tasks[placement.task])
+            if self.pipelined_on[t] != placement.node:
+                self.pipelined_on[t] = placement.node
+                self._log(now, "Pipelined", int(self.p.task_job[t]), t, placement.node, placement.action,
+                          placement.reason)
         if decisions.state is not None:
             for local, j in enumerate(jobs):
                 changed |= self._set_phase(now, int(j), int(decisions.state.job_phase[local]))
@@ -184,6 +191,7 @@ class Simulation:
 
     def _bind(self, now: float, t: int, node: int, reason: str) -> None:
         self.status[t] = TaskStatus.RUNNING
+        self.pipelined_on[t] = -1
         self.node[t] = node
         self.open_run[t] = len(self.trace.runs)
         self.trace.runs.append([t, node, now, math.nan, math.nan])
