@@ -369,15 +369,47 @@ class Cycle:
         return {name: PodGroupPhase(ph).name.title() for name, ph in zip(self.problem.job_names, self.job_phase)}
 
 
-def result_of(sim: Simulation) -> Result:
+@dataclass(frozen=True)
+class RunRecord:
+    """What an engine's run leaves behind, indexed like the Problem; both engines produce one.
+
+    Per job (J,): ``done`` bool, ``running`` bool (its work is running at the end), ``phase``
+    (PodGroupPhase), ``enqueue_time``/``start_time``/``end_time`` (NaN = not yet), ``evictions``
+    (pods evicted), ``lost_work`` (seconds). ``runs`` (K, 5): task, node, start, end, evicted per
+    pod run (end/evicted NaN = not yet). ``events``: (time, kind, job, task, node, reason, message)
+    tuples with -1 for no task/node. ``sessions``: sessions run.
+    """
+
+    done: np.ndarray
+    running: np.ndarray
+    phase: np.ndarray
+    enqueue_time: np.ndarray
+    start_time: np.ndarray
+    end_time: np.ndarray
+    evictions: np.ndarray
+    lost_work: np.ndarray
+    runs: np.ndarray
+    events: list[tuple]
+    sessions: int
+
+
+def record_of(sim: Simulation) -> RunRecord:
+    return RunRecord(
+        done=sim.done, running=~np.isnan(sim.run_start), phase=sim.phase, enqueue_time=sim.enqueue_time,
+        start_time=sim.start_time, end_time=sim.end_time, evictions=sim.evictions, lost_work=sim.lost_work,
+        runs=np.array(sim.trace.runs, float).reshape(-1, 5), events=sim.trace.events, sessions=sim.trace.sessions,
+    )
+
+
+def result_of(c: Compiled, sim: RunRecord) -> Result:
     """The run's DataFrames (columns documented in `labkit.results`)."""
-    c, p = sim.c, sim.p
+    p = c.problem
     scenario = c.scenario
     gpu = [r for r, name in enumerate(p.resource_names) if name.endswith("/gpu")]
     per_pod_gpus = p.task_request[:, gpu].sum(axis=1) / 1000.0 if gpu else np.zeros(p.n_tasks)
     job_gpus = np.bincount(p.task_job, weights=per_pod_gpus, minlength=p.n_jobs)
     state = np.where(sim.done, "Completed",
-                     np.where(~np.isnan(sim.run_start), "Running",
+                     np.where(sim.running, "Running",
                               np.where(sim.phase == PodGroupPhase.PENDING, "Pending", "Inqueue")))
     jobs = pd.DataFrame({
         "name": [j.name for j in scenario.jobs],
@@ -395,7 +427,7 @@ def result_of(sim: Simulation) -> Result:
     })
     jobs["wait"] = jobs.start - jobs.submit
     jobs["jct"] = jobs.end - jobs.submit
-    runs = np.array(sim.trace.runs, float).reshape(-1, 5)
+    runs = sim.runs
     task_ids = runs[:, 0].astype(np.int64)
     tasks = pd.DataFrame({
         "job": [p.job_names[j] for j in p.task_job[task_ids]],
@@ -408,7 +440,7 @@ def result_of(sim: Simulation) -> Result:
     })
     for r, name in enumerate(p.resource_names):
         tasks[name] = p.task_request[task_ids, r] / _UNIT.get(name, 1000.0)
-    ev = sim.trace.events
+    ev = sim.events
     events = pd.DataFrame({
         "time": [e[0] for e in ev],
         "kind": [e[1] for e in ev],
@@ -420,7 +452,7 @@ def result_of(sim: Simulation) -> Result:
     })
     tasks = tasks[TASK_COLUMNS + list(p.resource_names)]
     jobs, events = jobs[JOB_COLUMNS], events[EVENT_COLUMNS]
-    info = {"sessions": sim.trace.sessions, "horizon": c.horizon, "gpus": float(p.node_allocatable[:, gpu].sum() / 1000.0)
+    info = {"sessions": sim.sessions, "horizon": c.horizon, "gpus": float(p.node_allocatable[:, gpu].sum() / 1000.0)
             if gpu else 0.0, "nodes": p.n_nodes}
     return Result(scenario=scenario, jobs=jobs, tasks=tasks, events=events, info=info)
 
@@ -440,9 +472,10 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
 
     if policy is not None:
         scenario = with_policy(scenario, policy)
-    sim = Simulation(compile_scenario(scenario), session or run_session)
+    compiled = compile_scenario(scenario)
+    sim = Simulation(compiled, session or run_session)
     sim.run()
-    return result_of(sim)
+    return result_of(compiled, record_of(sim))
 
 
 def with_policy(scenario: Scenario, name: str) -> Scenario:
