@@ -8,6 +8,7 @@ call has a short timeout: a cluster that is not there is a one-line `LabkitError
 from __future__ import annotations
 
 import hashlib
+import os
 import queue
 import shutil
 import subprocess
@@ -151,8 +152,9 @@ class Api:
         from kubernetes.config.config_exception import ConfigException
 
         configuration = client.Configuration()
-        try:
-            config.load_kube_config(context=context, client_configuration=configuration)
+        try:  # KUBECONFIG read now: the client library reads it once, at import
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG", "~/.kube/config"), context=context,
+                                    client_configuration=configuration)
         except (ConfigException, OSError, TypeError) as err:
             where = f"context {context!r}" if context else "the current context"
             raise LabkitError(f"no cluster configured ({where}: {err}); run `labkit cluster up` or set KUBECONFIG") from None
@@ -165,8 +167,7 @@ class Api:
 
             self.dynamic = DynamicClient(self.client)
         except Exception as err:  # urllib3, socket and API errors alike: the cluster is not usable
-            reason = str(err).strip().splitlines()[0] if str(err).strip() else err.__class__.__name__
-            raise LabkitError(f"cannot reach the cluster at {self.host}: {reason[:200]}") from None
+            raise LabkitError(f"cannot reach the cluster at {self.host}: {_reason(err)}") from None
 
     def resource(self, api_version: str, kind: str):
         from kubernetes.dynamic.exceptions import ResourceNotFoundError
@@ -212,6 +213,16 @@ class Api:
         except ApiException as err:
             return "" if err.status == 404 else _api_message(err)
         return ""
+
+
+def _reason(err: Exception) -> str:
+    """The end of a connection error's chain, e.g. `[Errno 111] Connection refused`; an API error's status."""
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(err, ApiException):
+        return f"{err.status} {err.reason}"
+    text = " ".join(str(getattr(err, "reason", None) or err).split()) or err.__class__.__name__
+    return text.rsplit(": ", 1)[-1] if text.rsplit(": ", 1)[-1] else text
 
 
 def _api_message(err) -> str:
@@ -282,8 +293,12 @@ WATCHED = (
 """What observe watches: the lab's vcjobs and pods (by label), all PodGroups, the scheduler's Evict events."""
 
 
-def observe(api: Api, scenario: Scenario, timeout: float, idle: Callable[[Recorder], None] | None = None) -> Result:
-    """Watch until every job finished or `timeout` seconds passed; the Result of the run so far."""
+def observe(api: Api, scenario: Scenario, timeout: float, settle: float = 1.0) -> Result:
+    """Watch until every job finished or `timeout` seconds passed; the Result of the run so far.
+
+    Each kind has its own watch stream, so the last job's Completed may overtake its pods' last
+    events: observe stops only once the streams have been quiet for `settle` seconds.
+    """
     recorder = Recorder(scenario)
     selector = f"{MANAGED_BY}=labkit,{LAB}={recorder.lab}"
     events: queue.Queue = queue.Queue()
@@ -294,12 +309,12 @@ def observe(api: Api, scenario: Scenario, timeout: float, idle: Callable[[Record
                                               which if "=" in which else None, events, stop), daemon=True).start()
     deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline and not recorder.finished():
+        while time.monotonic() < deadline:
             try:
-                item = events.get(timeout=1.0)
+                item = events.get(timeout=settle)
             except queue.Empty:
-                if idle:
-                    idle(recorder)
+                if recorder.finished():
+                    break
                 continue
             if isinstance(item, LabkitError):
                 raise item
