@@ -299,3 +299,11 @@ def test_hdrf_rescales_children_to_the_smallest_share():
 def test_hdrf_saturates_when_the_cluster_is_full():
     _, _, hdrf = hdrf_session({"a": 6, "x": 3, "y": 3})
     assert all(saturated for _, saturated in hdrf.nodes.values())
+
+
+def test_feasible_node_cap_follows_volcano_defaults():
+    from labkit.engine.reference import nodes_to_find
+    assert nodes_to_find(100) == 100  # minimum-feasible-nodes: small clusters are scanned whole
+    assert nodes_to_find(1000) == 1000 * (50 - 1000 // 125) // 100
+    assert nodes_to_find(6000) == 6000 * 5 // 100  # the adaptive percentage bottoms out at 5%
+    assert nodes_to_find(150) == 100

@@ -355,6 +355,7 @@ class Session:
         self._fns: dict[str, dict[int, Callable]] = {}
         self.event_handlers: list[tuple[Callable, Callable]] = []
         self.decisions = Decisions()
+        self.pipelined_by: dict[int, tuple[str, str]] = {}
 
     # -- registration (framework/session_plugins.go Add*Fn) ---------------------------------
     def add_fn(self, hook: str, entry: PluginEntry, fn: Callable) -> None:
@@ -617,6 +618,7 @@ class Statement:
 
     def pipeline(self, task: TaskInfo, node: NodeInfo, reason: str) -> None:
         self.ssn._place(task, node, TaskStatus.PIPELINED)
+        self.ssn.pipelined_by[task.index] = (self.action, reason)
         self.operations.append(("pipeline", task, reason))
 
     def allocate(self, task: TaskInfo, node: NodeInfo, reason: str) -> None:

@@ -36,6 +36,7 @@ from labkit.engine.resources import (
     less_equal_partly_zero_filtered,
     resource_names,
 )
+from labkit.errors import LabkitError
 
 INF = math.inf
 
@@ -492,6 +493,8 @@ class Capacity:
     def on_session_open(self, ssn: Session, entry) -> None:
         n_res = ssn.problem.n_resources
         self.hierarchy = entry.on(Ext.HIERARCHY)
+        if self.hierarchy and _arg(entry, Arg.ANCESTOR_RECLAIM_LEVEL, 0.0) > 0:
+            raise LabkitError("capacity ancestorReclaimLevel > 0 is not simulated by the reference engine")
         attrs: dict[int, QueueAttr] = {}
         ready = self._build_hierarchy(ssn, attrs, n_res) if self.hierarchy else self._build_flat(ssn, attrs, n_res)
         self.attrs = attrs
