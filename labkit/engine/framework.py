@@ -35,7 +35,10 @@ PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 """api.PreemptableStatus: tasks that preempt may evict."""
 
 SCHEDULED_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+"""api.ScheduledStatus: what counts towards a PodGroup being Running."""
+
 COMPLETED_STATUSES = frozenset({TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+"""api.CompletedStatus."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,7 +332,7 @@ class Session:
         self.now = state.now
         self.next_node = state.next_node
         self.actions = [int(a) for a in problem.policy.actions]
-        self.nodes = [_node_info(problem, state, n) for n in range(problem.n_nodes)]
+        self.nodes = [_node_info(problem, n) for n in range(problem.n_nodes)]
         self.queues = [_queue_info(problem, q) for q in range(problem.n_queues)]
         self.jobs = [_job_info(problem, state, j) for j in range(problem.n_jobs)]
         self.tasks: list[TaskInfo] = []
@@ -654,7 +657,7 @@ class Statement:
 # Snapshot: arrays -> objects
 # --------------------------------------------------------------------------------------------
 
-def _node_info(p: Problem, s: State, n: int) -> NodeInfo:
+def _node_info(p: Problem, n: int) -> NodeInfo:
     zero = np.zeros(p.n_resources)
     return NodeInfo(n, p.node_names[n], p.node_allocatable[n].copy(), bool(p.node_schedulable[n]),
                     zero.copy(), zero.copy(), zero.copy())

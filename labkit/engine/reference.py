@@ -18,6 +18,7 @@ take snapshot order (lowest node / task / job index first).
 from __future__ import annotations
 
 from labkit.engine.framework import (
+    COMPLETED_STATUSES,
     PREEMPTABLE_STATUSES,
     JobInfo,
     NodeInfo,
@@ -79,7 +80,7 @@ def podgroup_phase(job: JobInfo) -> PodGroupPhase:
         return PodGroupPhase.UNKNOWN
     scheduled = job.scheduled_task_num() + job.releasing_scheduled_task_num()
     if scheduled >= job.min_available:
-        completed = job.count({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+        completed = job.count(COMPLETED_STATUSES)
         return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
     return PodGroupPhase.INQUEUE if job.phase == PodGroupPhase.INQUEUE else PodGroupPhase.PENDING
 
@@ -128,9 +129,8 @@ class NodeScan:
     """util.PredicateHelper: finds feasible nodes for a task, remembering, per job and task
     role, the nodes that already failed a task of that role (the predicate error cache)."""
 
-    def __init__(self, ssn: Session, use_error_cache: bool = True):
+    def __init__(self, ssn: Session):
         self.ssn = ssn
-        self.use_error_cache = use_error_cache
         self.failed: dict[tuple[int, str], dict[int, str]] = {}
 
     def feasible(self, task: TaskInfo, nodes: list[NodeInfo], predicate) -> tuple[list[NodeInfo], dict[int, str]]:
@@ -142,7 +142,7 @@ class NodeScan:
         if not nodes:
             return feasible, failures
         wanted = nodes_to_find(len(nodes))
-        cache = self.failed.setdefault((task.job, task.role), {}) if self.use_error_cache and task.role else None
+        cache = self.failed.setdefault((task.job, task.role), {}) if task.role else None
         start = self.ssn.next_node
         processed = 0
         for i in range(len(nodes)):
