@@ -8,6 +8,7 @@ call has a short timeout: a cluster that is not there is a one-line `LabkitError
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import queue
 import shutil
@@ -17,6 +18,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
+from urllib3.exceptions import HTTPError
 
 from ..errors import LabkitError
 from ..results import Result
@@ -44,7 +52,7 @@ VOLCANO_CHART = ("volcano-sh", "https://volcano-sh.github.io/helm-charts", "volc
 KWOK_RELEASE = "https://github.com/kubernetes-sigs/kwok/releases/download/v0.7.0"
 TOOLS = {
     "docker": "install Docker Desktop or docker-ce and start it (https://docs.docker.com/get-docker/)",
-    "kind": "go install sigs.k8s.io/kind@v0.32.0, or a release binary (https://kind.sigs.k8s.io/)",
+    "kind": "go install sigs.k8s.io/kind@v0.31.0, or a release binary (https://kind.sigs.k8s.io/)",
     "kubectl": "see https://kubernetes.io/docs/tasks/tools/",
     "helm": "see https://helm.sh/docs/intro/install/",
 }
@@ -52,6 +60,8 @@ VOLCANO_OWNED = {"Queue": {"default", "root"}, "Namespace": EXISTING_NAMESPACES}
 """Objects labkit may have labelled but must never delete."""
 API_TIMEOUT = 5.0
 """Seconds for one API request: a cluster that does not answer by then is not there."""
+CONNECTION_ERRORS = (ApiException, HTTPError, OSError, ValueError)
+"""What a request to a cluster that is gone, refuses us or talks nonsense raises."""
 SCHEDULER_DEPLOYMENT = "volcano-scheduler"
 CONF_HASH = "labkit.io/scheduler-conf"
 
@@ -77,7 +87,7 @@ def missing_tools(which: Callable[[str], str | None] = shutil.which) -> list[str
 def _run(cmd: list[str], timeout: float) -> str:
     """Run one tool; its last error line becomes the LabkitError."""
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise LabkitError(f"`{' '.join(cmd)}` did not finish within {timeout:.0f}s") from None
     if done.returncode != 0:
@@ -148,9 +158,6 @@ class Api:
     """The cluster behind a kubeconfig context, reached with short timeouts (one-line errors otherwise)."""
 
     def __init__(self, context: str | None = None):
-        from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
-
         configuration = client.Configuration()
         try:  # KUBECONFIG read now: the client library reads it once, at import
             config.load_kube_config(config_file=os.environ.get("KUBECONFIG", "~/.kube/config"), context=context,
@@ -163,15 +170,11 @@ class Api:
         self.client = client.ApiClient(configuration)
         try:
             client.VersionApi(self.client).get_code(_request_timeout=API_TIMEOUT)
-            from kubernetes.dynamic import DynamicClient
-
             self.dynamic = DynamicClient(self.client)
-        except Exception as err:  # urllib3, socket and API errors alike: the cluster is not usable
+        except CONNECTION_ERRORS as err:
             raise LabkitError(f"cannot reach the cluster at {self.host}: {_reason(err)}") from None
 
     def resource(self, api_version: str, kind: str):
-        from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
         try:
             return self.dynamic.resources.get(api_version=api_version, kind=kind)
         except ResourceNotFoundError:
@@ -183,8 +186,6 @@ class Api:
 
         Retries while Volcano's admission webhook is not answering yet (right after install).
         """
-        from kubernetes.client.exceptions import ApiException
-
         resource = self.resource(obj["apiVersion"], obj["kind"])
         for attempt in range(retries):
             try:
@@ -206,8 +207,6 @@ class Api:
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None) -> str:
         """Delete one object; '' when done (or already gone), else the API's reason."""
-        from kubernetes.client.exceptions import ApiException
-
         try:
             self.resource(api_version, kind).delete(name=name, namespace=namespace, _request_timeout=API_TIMEOUT * 4)
         except ApiException as err:
@@ -217,17 +216,13 @@ class Api:
 
 def _reason(err: Exception) -> str:
     """The end of a connection error's chain, e.g. `[Errno 111] Connection refused`; an API error's status."""
-    from kubernetes.client.exceptions import ApiException
-
     if isinstance(err, ApiException):
         return f"{err.status} {err.reason}"
     text = " ".join(str(getattr(err, "reason", None) or err).split()) or err.__class__.__name__
     return text.rsplit(": ", 1)[-1] if text.rsplit(": ", 1)[-1] else text
 
 
-def _api_message(err) -> str:
-    import json
-
+def _api_message(err: ApiException) -> str:
     try:
         return json.loads(err.body)["message"]
     except (TypeError, ValueError, KeyError):
@@ -334,7 +329,7 @@ def _watch(api: Api, resource, label_selector: str | None, field_selector: str |
                 out.put({"type": event["type"], "object": event["raw_object"]})
                 if stop.is_set():
                     return
-        except Exception as err:  # the connection is gone: report once, observe turns it into its error
+        except CONNECTION_ERRORS as err:  # the connection is gone: report once, observe raises it
             out.put(LabkitError(f"watching {resource.kind}: lost the cluster at {api.host} ({err.__class__.__name__})"))
             return
 

@@ -84,7 +84,7 @@ def _meta(name: str, labels: dict[str, str], namespace: str | None = None, **ext
     return meta
 
 
-def quantity(value: str | int | float) -> str | int:
+def quantity(value: str | float) -> str | int:
     """A scenario quantity as the API accepts it: kept as written, numbers as integers or strings."""
     if isinstance(value, str):
         return value

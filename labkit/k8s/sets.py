@@ -20,6 +20,7 @@ CHAPTERS = {
 SCHEDULER_POLICIES = {"shipped": "volcano-shipped", "multitenant": "volcano-multitenant"}
 """clusters/volcano/scheduler-<name>.yaml -> policy preset."""
 REGENERATE = "python -m labkit.k8s.sets"
+CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
 
 
 def generated() -> dict[str, dict[str, str]]:
@@ -35,10 +36,10 @@ def generated() -> dict[str, dict[str, str]]:
     return out
 
 
-def main(root: Path = Path(__file__).resolve().parents[2] / "clusters") -> None:
+def main() -> None:
     for folder, files in generated().items():
-        written = write(files, root / folder)
-        print(f"{root / folder}: {len(written)} files")
+        written = write(files, CLUSTERS / folder)
+        print(f"{CLUSTERS / folder}: {len(written)} files")
 
 
 if __name__ == "__main__":
