@@ -73,10 +73,10 @@ def _say(text: str) -> None:
 # ---------------------------------------------------------------------------------------- up (local tools)
 
 
-def missing_tools(which: Callable[[str], str | None] = shutil.which) -> list[str]:
+def missing_tools() -> list[str]:
     """One message per tool `up` needs that is not usable; docker also needs its engine running."""
-    missing = [f"{tool} not found ({hint})" for tool, hint in TOOLS.items() if which(tool) is None]
-    if which("docker") is not None:
+    missing = [f"{tool} not found ({hint})" for tool, hint in TOOLS.items() if shutil.which(tool) is None]
+    if shutil.which("docker") is not None:
         try:
             subprocess.run(["docker", "info"], capture_output=True, timeout=10, check=True)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from ..engine.compile import DEFAULT_MAX_PODS
 from ..errors import SpecError
 from ..spec import Scenario, conf_of
 from ..spec.model import Job, NodePool, PriorityClass, Queue, SchedulerConf, Task, Toleration
@@ -42,7 +43,6 @@ SCHEDULER_NAMESPACE, SCHEDULER_CONFIGMAP = "volcano-system", "volcano-scheduler-
 """Where the Volcano helm chart (release `volcano`) keeps `volcano-scheduler.conf`."""
 POD_IMAGE = "registry.k8s.io/pause:3.10"
 """KWOK never pulls it; it only has to be a valid image reference."""
-KUBELET_MAX_PODS = 110
 UNRESTRICTED_RETRIES = 2**31 - 1
 """vcjob maxRetry: the simulator restarts an evicted gang without limit, Volcano's default is 3."""
 EXISTING_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease", SCHEDULER_NAMESPACE})
@@ -119,7 +119,7 @@ def nodes(scenario: Scenario, labels: dict[str, str]) -> list[dict]:
 def _node(pool: NodePool, name: str, labels: dict[str, str], topology: dict[str, str]) -> dict:
     node_labels = {**pool.labels, **KWOK_SELECTOR, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                    "kubernetes.io/arch": "amd64", "labkit.io/pool": pool.name, **topology, **labels}
-    capacity = {"pods": KUBELET_MAX_PODS, **_quantities(pool.resources)}
+    capacity = {"pods": DEFAULT_MAX_PODS, **_quantities(pool.resources)}
     taints = [KWOK_TAINT] + [{k: v for k, v in t.model_dump().items() if v} for t in pool.taints]
     return {
         "apiVersion": "v1",
