@@ -2,16 +2,15 @@
 
 import pytest
 
-from labkit.conformance import DEFAULT_CASES, format_report, run_case, run_cases
+from labkit.conformance import DEFAULT_CASES, EXTRA_CASES, format_report, run_case, run_cases
 from labkit.conformance.runner import read_cases, skip_reason
 from labkit.errors import SpecError
 
-CASES = read_cases(DEFAULT_CASES)
+CASES = [(i, case) for path in (DEFAULT_CASES, EXTRA_CASES) for i, case in enumerate(read_cases(path))]
 
 
-@pytest.mark.parametrize("index", range(len(CASES)), ids=[c["id"] for c in CASES])
-def test_case(index):
-    case = CASES[index]
+@pytest.mark.parametrize("index, case", CASES, ids=[c["id"] for _, c in CASES])
+def test_case(index, case):
     reason = skip_reason(case)
     if reason:
         pytest.skip(reason)
