@@ -105,6 +105,23 @@ def test_generators_are_deterministic_and_independent():
     assert team_a == [j for j in expand(spec.validate(without_c)).jobs if j.namespace == "team-a"]
 
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_examples_validate_and_round_trip(path):
+    scenario = spec.load(path)
+    assert spec.loads(spec.dump(spec.resolve(scenario))) == spec.resolve(scenario)
+
+
+def test_slurm_policies_resolve_to_slurm_conf():
+    resolved = spec.resolve(spec.load(EXAMPLES / "slurm-backfill.yaml"))
+    assert resolved.scheduler.conf is None
+    assert resolved.scheduler.slurm.scheduler_type == "sched/backfill"
+    assert resolved.scheduler.slurm.parameters()["bf_interval"] == 5
+    assert spec.policy_scheduler("slurm-builtin").slurm.scheduler_type == "sched/builtin"
+
+
 @pytest.mark.skipif(not SHIPPED_CONF.exists(), reason=f"{SHIPPED_CONF} not present (shared/ is not beside the repo)")
 def test_shipped_volcano_conf_loads_unchanged():
     text = SHIPPED_CONF.read_text()
@@ -159,6 +176,13 @@ BAD = [
     (scenario_with(scheduler={"policy": "volcano-fast"}), "scheduler.policy: unknown policy 'volcano-fast'"),
     (scenario_with(cluster={"pools": []}), "cluster.pools: List should have at least 1 item"),
     (scenario_with(jobs__0__duration="soon"), "jobs[0].duration: not a duration: 'soon'"),
+    (scenario_with(jobs__0__partition="nosuch"), "jobs[0].partition: no partition named 'nosuch'"),
+    (scenario_with(jobs__0__timeLimit=0), "jobs[0].timeLimit: must be > 0"),
+    (scenario_with(slurm={"partitions": [{"name": "gpu", "pools": ["h100"]}]}),
+     "slurm.partitions[0].pools[0]: no node pool named 'h100'"),
+    (scenario_with(scheduler={"slurm": {"PreemptType": "preempt/magic"}}), "scheduler.slurm.PreemptType: 'preempt/magic'"),
+    (scenario_with(scheduler={"slurm": {"SchedulerParameters": "bf_window=1d"}}),
+     "scheduler.slurm.SchedulerParameters: bf_window='1d': expected a whole number"),
 ]
 
 

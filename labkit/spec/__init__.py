@@ -1,6 +1,19 @@
 """The scenario model (`Scenario`), its YAML form, presets and scheduler policies."""
 
-from .io import conf_of, dump, load, loads, policy, policy_names, preset, preset_names, resolve, validate
+from .io import (
+    conf_of,
+    dump,
+    load,
+    loads,
+    policy,
+    policy_names,
+    policy_scheduler,
+    preset,
+    preset_names,
+    resolve,
+    scheduler_of,
+    validate,
+)
 from .model import (
     Cluster,
     Job,
@@ -17,6 +30,6 @@ from .model import (
 
 __all__ = [
     "Cluster", "Job", "NodePool", "PriorityClass", "Queue", "Scenario", "Scheduler", "SchedulerConf", "Task",
-    "Tenant", "Workload", "conf_of", "dump", "load", "loads", "policy", "policy_names", "preset", "preset_names",
-    "resolve", "validate",
+    "Tenant", "Workload", "conf_of", "dump", "load", "loads", "policy", "policy_names", "policy_scheduler", "preset", "preset_names",
+    "resolve", "scheduler_of", "validate",
 ]

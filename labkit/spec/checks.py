@@ -48,13 +48,44 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
         _check_refs(f"workloads[{i}]", load, namespaces, queues, classes)
         _check_fit(f"workloads[{i}]", largest_pod(load), None, scenario.cluster.pools)
     _unique("workloads", [w.name for w in scenario.workloads], "workload")
+    _check_slurm(scenario)
     sched = scenario.scheduler
-    if sched.conf is None:
+    if sched.conf is None and sched.slurm is None:
         known = sorted(policies)
         if sched.policy is None:
             raise SpecError("scheduler", "give a policy (one of " + ", ".join(known) + ") or a conf")
         if sched.policy not in known:
             raise SpecError("scheduler.policy", f"unknown policy {sched.policy!r}; known: {', '.join(known)}")
+
+
+def _check_slurm(scenario: Scenario) -> None:
+    """Partitions name existing pools; jobs name existing partitions and QOS; QOS preempt lists resolve."""
+    slurm = scenario.slurm
+    partitions = [p.name for p in slurm.partitions] if slurm else []
+    qos = [q.name for q in slurm.qos] if slurm else []
+    pools = [p.name for p in scenario.cluster.pools]
+    if slurm:
+        _unique("slurm.partitions", partitions, "partition")
+        _unique("slurm.qos", qos, "QOS")
+        for i, part in enumerate(slurm.partitions):
+            for k, pool in enumerate(part.pools or []):
+                if pool not in pools:
+                    raise SpecError(f"slurm.partitions[{i}].pools[{k}]", f"no node pool named {pool!r}")
+        if sum(p.default for p in slurm.partitions) > 1:
+            raise SpecError("slurm.partitions", "only one partition may be the default")
+        for i, q in enumerate(slurm.qos):
+            for k, other in enumerate(q.preempt):
+                if other not in qos:
+                    raise SpecError(f"slurm.qos[{i}].preempt[{k}]", f"no QOS named {other!r}")
+    for i, job in enumerate(scenario.jobs):
+        if job.partition is not None and job.partition not in partitions:
+            raise SpecError(f"jobs[{i}].partition", f"no partition named {job.partition!r} ({_listing(set(partitions))})")
+        if job.qos is not None and job.qos not in qos:
+            raise SpecError(f"jobs[{i}].qos", f"no QOS named {job.qos!r} ({_listing(set(qos))})")
+        if job.time_limit is not None and job.partition is not None:
+            part = slurm.partitions[partitions.index(job.partition)]
+            if part.max_time is not None and parse_duration(job.time_limit) > parse_duration(part.max_time):
+                raise SpecError(f"jobs[{i}].timeLimit", f"exceeds partition {part.name}'s MaxTime ({part.max_time})")
 
 
 def _unique(path: str, names: list[str], what: str) -> None:

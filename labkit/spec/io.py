@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ..errors import SpecError
 from . import checks
-from .model import Scenario, SchedulerConf
+from .model import Scenario, Scheduler, SchedulerConf
 
 _PRESETS = resources.files("labkit.spec") / "presets"
 _POLICIES = resources.files("labkit.spec") / "policies"
@@ -55,12 +55,21 @@ def preset(name: str) -> Scenario:
     return loads((_PRESETS / f"{name}.yaml").read_text(encoding="utf-8"), source=f"preset {name}")
 
 
-def policy(name: str) -> SchedulerConf:
-    """The Volcano scheduler conf behind a policy name (`labkit presets` lists them)."""
+def policy_scheduler(name: str) -> Scheduler:
+    """The scheduler section a policy name stands for: Volcano's `conf` or Slurm's `slurm` keys."""
     if name not in policy_names():
         raise SpecError("--policy", f"unknown policy {name!r}; known: {', '.join(policy_names())}")
     data = yaml.safe_load((_POLICIES / f"{name}.yaml").read_text(encoding="utf-8"))
-    return SchedulerConf.model_validate(data["conf"])
+    data.pop("description", None)
+    return Scheduler.model_validate({"policy": name, **data})
+
+
+def policy(name: str) -> SchedulerConf:
+    """The Volcano scheduler conf behind a Volcano policy name (`labkit presets` lists them)."""
+    conf = policy_scheduler(name).conf
+    if conf is None:
+        raise SpecError("--policy", f"policy {name!r} is not a Volcano conf")
+    return conf
 
 
 def load(source: str | Path | dict | Scenario) -> Scenario:
@@ -152,14 +161,26 @@ def resolve(scenario: Scenario) -> Scenario:
         given.setdefault("namespace", job.namespace)
         given.setdefault("queue", job.queue)
     sched = data.setdefault("scheduler", {})
-    if scenario.scheduler.conf is None:
+    if scenario.scheduler.conf is None and scenario.scheduler.slurm is None:
         name = scenario.scheduler.policy or "volcano-shipped"
-        sched["policy"] = name
-        sched["conf"] = policy(name).model_dump(mode="json", by_alias=True, exclude_unset=True)
+        behind = policy_scheduler(name).model_dump(mode="json", by_alias=True, exclude_unset=True)
+        sched.update(behind)
     sched.setdefault("schedulePeriod", scenario.scheduler.schedule_period)
     return validate(data)
 
 
+def scheduler_of(scenario: Scenario) -> Scheduler:
+    """The scheduler section a scenario runs under, with a policy name replaced by what it stands for."""
+    sched = scenario.scheduler
+    if sched.conf is not None or sched.slurm is not None:
+        return sched
+    behind = policy_scheduler(sched.policy or "volcano-shipped")
+    return behind.model_copy(update={"schedule_period": sched.schedule_period})
+
+
 def conf_of(scenario: Scenario) -> SchedulerConf:
-    """The Volcano conf a scenario runs under."""
-    return scenario.scheduler.conf or policy(scenario.scheduler.policy or "volcano-shipped")
+    """The Volcano conf a scenario runs under (SpecError when it runs under Slurm)."""
+    conf = scheduler_of(scenario).conf
+    if conf is None:
+        raise SpecError("scheduler", "this scenario runs under a Slurm policy, not a Volcano conf")
+    return conf

@@ -28,7 +28,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_pascal
 
 import yaml
 
@@ -291,6 +291,8 @@ class Job(Model):
     Run time is `duration` (seconds on a speed-1 node) or `work` (the same, scaled by the slowest
     pool speed the job lands on). Eviction loses the work since the last checkpoint; a restart costs
     `restartCost`; an evicted pod holds its resources for `gracePeriod` (terminationGracePeriodSeconds).
+    For Slurm: `timeLimit` (sbatch -t, what backfill plans with; distinct from the real run time),
+    `partition`, `qos` and `user` (default: the namespace).
     """
 
     name: ObjectName
@@ -308,6 +310,10 @@ class Job(Model):
     preemptible: bool = True
     network_topology: NetworkTopology | None = None
     status: JobStatus | None = None
+    time_limit: PositiveDuration | None = None
+    partition: str | None = None
+    qos: str | None = None
+    user: str | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Job:
@@ -462,6 +468,78 @@ class Workload(Model):
         return replicas, pod
 
 
+# ---------------------------------------------------------------------------------------- slurm
+
+
+class SlurmPartition(Model):
+    """A slurm.conf PartitionName line: its node pools, tier, preemption mode and limits."""
+
+    name: Namespace
+    pools: list[str] | None = None
+    default: bool = False
+    priority_tier: int = Field(default=1, ge=0, le=65533)
+    priority_job_factor: int = Field(default=1, ge=0, le=65533)
+    preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] = "OFF"
+    max_time: PositiveDuration | None = None
+    max_nodes: int | None = Field(default=None, ge=1)
+
+
+class SlurmQos(Model):
+    """A QOS (sacctmgr): priority, which QOS it may preempt, and its TRES limits."""
+
+    name: Namespace
+    priority: int = Field(default=0, ge=0)
+    preempt: list[str] = []
+    preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] = "OFF"
+    grp_tres: ResourceList = Field(default={}, alias="grpTRES")
+    max_tres_per_user: ResourceList = Field(default={}, alias="maxTRESPerUser")
+
+
+class SlurmCluster(Model):
+    """The Slurm side of the cluster: partitions over node pools, and QOS."""
+
+    partitions: list[SlurmPartition] = []
+    qos: list[SlurmQos] = []
+
+
+class SlurmConf(BaseModel):
+    """slurm.conf scheduling keys, spelled as slurm.conf spells them (`SchedulerType`, ...)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_pascal)
+    scheduler_type: Literal["sched/backfill", "sched/builtin"] = "sched/backfill"
+    scheduler_parameters: str = ""
+    priority_type: Literal["priority/basic", "priority/multifactor"] = "priority/multifactor"
+    priority_weight_age: int = Field(default=0, ge=0)
+    priority_weight_fairshare: int = Field(default=0, ge=0)
+    priority_weight_job_size: int = Field(default=0, ge=0)
+    priority_weight_partition: int = Field(default=0, ge=0)
+    priority_weight_q_o_s: int = Field(default=0, ge=0, alias="PriorityWeightQOS")
+    priority_weight_t_r_e_s: str = Field(default="", alias="PriorityWeightTRES")
+    priority_decay_half_life: Duration = "7d"
+    priority_max_age: Duration = "7d"
+    priority_favor_small: bool = False
+    priority_flags: str = ""
+    preempt_type: Literal["preempt/none", "preempt/partition_prio", "preempt/qos"] = "preempt/none"
+    preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] = "OFF"
+
+    @field_validator("scheduler_parameters")
+    @classmethod
+    def _parameters(cls, value: str) -> str:
+        for item in filter(None, (p.strip() for p in value.split(","))):
+            key, _, number = item.partition("=")
+            if number and not number.lstrip("-").isdigit():
+                raise ValueError(f"{key}={number!r}: expected a whole number")
+        return value
+
+    def parameters(self) -> dict[str, int | bool]:
+        """SchedulerParameters as a dict: `bf_interval=5,bf_continue` -> {bf_interval: 5, bf_continue: True}."""
+        out: dict[str, int | bool] = {}
+        for item in filter(None, (p.strip() for p in self.scheduler_parameters.split(","))):
+            key, _, number = item.partition("=")
+            out[key] = int(number) if number else True
+        return out
+
+
 # ---------------------------------------------------------------------------------------- scheduler
 
 # The YAML switch of each Volcano extension point (`pkg/scheduler/conf/scheduler_conf.go`) and the
@@ -589,10 +667,12 @@ def _conf_text(value: Any) -> Any:
 
 
 class Scheduler(Model):
-    """The policy: a named preset (`labkit presets`) or Volcano's own conf; `conf` wins when both are given."""
+    """The policy: a named preset (`labkit presets`), Volcano's own conf, or slurm.conf's scheduling
+    keys (`slurm`); an explicit `conf`/`slurm` wins over the preset name, which is then a label."""
 
     policy: str | None = None
     conf: Annotated[SchedulerConf | None, BeforeValidator(_conf_text)] = None
+    slurm: SlurmConf | None = None
     schedule_period: PositiveDuration = 1
 
 
@@ -612,4 +692,5 @@ class Scenario(Model):
     priority_classes: list[PriorityClass] = []
     jobs: list[Job] = []
     workloads: list[Workload] = []
+    slurm: SlurmCluster | None = None
     scheduler: Scheduler = Scheduler(policy="volcano-shipped")
