@@ -68,7 +68,7 @@ def run_case(case: Mapping, where: str) -> CaseResult:
         raise SpecError(f"{where}.expect", "missing mapping of expectations")
     unknown = set(expect) - KNOWN_EXPECT
     if unknown:
-        raise SpecError(f"{where}.expect.{sorted(unknown)[0]}", "unknown expectation")
+        raise SpecError(f"{where}.expect.{min(unknown)}", "unknown expectation")
     problem, state = load_case(case, where)
     diffs = compare(problem, run_session(problem, state), expect)
     return CaseResult(case_id, passed=not diffs, reason="; ".join(diffs))

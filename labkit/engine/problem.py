@@ -281,15 +281,12 @@ def _parse_arguments(kind: Plugin, arguments: Mapping[str, Any], resource_names:
                           ("balancedresource.weight", Arg.BALANCEDRESOURCE_WEIGHT)):
             if key in arguments:
                 args[slot] = number(key)
-    elif kind == Plugin.OVERCOMMIT:
-        if "overcommit-factor" in arguments:
-            args[Arg.OVERCOMMIT_FACTOR] = number("overcommit-factor")
-    elif kind == Plugin.SLA:
-        if "sla-waiting-time" in arguments:
-            args[Arg.SLA_WAITING_TIME] = parse_duration(arguments["sla-waiting-time"], f"{where}.sla-waiting-time")
-    elif kind == Plugin.CAPACITY:
-        if "ancestorReclaimLevel" in arguments:
-            args[Arg.ANCESTOR_RECLAIM_LEVEL] = number("ancestorReclaimLevel")
+    elif kind == Plugin.OVERCOMMIT and "overcommit-factor" in arguments:
+        args[Arg.OVERCOMMIT_FACTOR] = number("overcommit-factor")
+    elif kind == Plugin.SLA and "sla-waiting-time" in arguments:
+        args[Arg.SLA_WAITING_TIME] = parse_duration(arguments["sla-waiting-time"], f"{where}.sla-waiting-time")
+    elif kind == Plugin.CAPACITY and "ancestorReclaimLevel" in arguments:
+        args[Arg.ANCESTOR_RECLAIM_LEVEL] = number("ancestorReclaimLevel")
 
 
 def parse_duration(text: Any, where: str) -> float:
