@@ -87,9 +87,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     result = simulate(_scenario(args), policy=args.policy)
     summary = result.summary()
     if args.json:
-        jobs = result.jobs.astype(object).where(result.jobs.notna(), None)
-        print(json.dumps({"scenario": result.scenario.name, "summary": summary, "jobs": jobs.to_dict("records")},
-                         ensure_ascii=False, default=float))
+        print(json.dumps(result.to_json(), ensure_ascii=False))
         return EXIT_OK
     print(f"{result.scenario.name}: {summary['jobs']} jobs on {result.info['nodes']} nodes, "
           f"policy {result.scenario.scheduler.policy or 'custom conf'}")

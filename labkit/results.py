@@ -17,6 +17,7 @@ Times are seconds on the simulated clock; NaN means "did not happen (yet)".
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,8 +57,8 @@ class Result:
             gpu_seconds = float(((ends - self.tasks.start).clip(lower=0) * self.tasks[gpu_cols].sum(axis=1)).sum())
         capacity = self.info.get("gpus", 0) * end
         return {
-            "jobs": int(len(jobs)),
-            "completed": int(len(done)),
+            "jobs": len(jobs),
+            "completed": len(done),
             "running": int((jobs.state == "Running").sum()),
             "waiting": int(jobs.state.isin(["Pending", "Inqueue"]).sum()),
             "mean_wait_s": _round(started.wait.mean()),
@@ -70,6 +71,16 @@ class Result:
             "sessions": int(self.info.get("sessions", 0)),
         }
 
+    def to_json(self) -> dict[str, Any]:
+        """What `--json` prints for a run, simulated or real: scenario, engine, time scale, summary, jobs.
+
+        NaN becomes null, so the text is strict JSON that `labkit compare` and other tools read.
+        """
+        jobs = json.loads(self.jobs.to_json(orient="records"))
+        summary = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.summary().items()}
+        return {"scenario": self.scenario.name, "engine": self.info.get("engine", "simulator"),
+                "time_scale": self.info.get("time_scale", 1.0), "summary": summary, "jobs": jobs}
+
     def per_queue(self) -> pd.DataFrame:
         """Jobs, completed, mean wait and GPU-seconds run, per queue."""
         jobs = self.jobs
@@ -79,4 +90,4 @@ class Result:
 
 
 def _round(x: float) -> float:
-    return round(float(x), 1) if x == x else math.nan
+    return math.nan if math.isnan(x) else round(float(x), 1)

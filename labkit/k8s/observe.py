@@ -22,12 +22,10 @@ state of every object, and `Recorder.result()` reads the run off those objects:
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
 
-import numpy as np
 import pandas as pd
 
 from ..results import EVENT_COLUMNS, JOB_COLUMNS, TASK_COLUMNS, Result
@@ -288,7 +286,4 @@ def _priority(scenario: Scenario, job: Job) -> int:
 
 def result_json(result: Result) -> dict:
     """The jobs table (one record per job, NaN as null) and the summary, for `--json`."""
-    jobs = json.loads(result.jobs.to_json(orient="records"))
-    summary = {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in result.summary().items()}
-    return {"engine": "volcano", "scenario": result.scenario.name, "time_scale": result.info["time_scale"],
-            "summary": summary, "jobs": jobs}
+    return {**result.to_json(), "engine": "volcano"}
