@@ -367,9 +367,6 @@ class Session:
     def add_event_handler(self, on_allocate: Callable, on_deallocate: Callable) -> None:
         self.event_handlers.append((on_allocate, on_deallocate))
 
-    def hierarchy_enabled(self, kind: int) -> bool:
-        return any(e.kind == kind and e.on(Ext.HIERARCHY) for tier in self.tiers for e in tier)
-
     def _registered(self, hook: str, tier: list[PluginEntry], ext: Ext | None):
         """(entry, fn) of the plugins in ``tier`` that registered ``hook`` and have ``ext`` on."""
         fns = self._fns.get(hook, {})
@@ -627,9 +624,6 @@ class Statement:
     def allocate(self, task: TaskInfo, node: NodeInfo, reason: str) -> None:
         self.ssn._place(task, node, TaskStatus.ALLOCATED)
         self.operations.append(("allocate", task, reason))
-
-    def has_evictions(self) -> bool:
-        return any(op == "evict" for op, _, _ in self.operations)
 
     def merge(self, other: Statement) -> None:
         self.operations.extend(other.operations)
