@@ -79,6 +79,7 @@ class Simulation:
         self.enqueue_time = np.full(n_jobs, np.nan)
         self.start_time = np.full(n_jobs, np.nan)
         self.end_time = np.full(n_jobs, np.nan)
+        self.next_node = 0
         self.heap: list[tuple] = []
         self.trace = Trace()
         for j in range(n_jobs):
@@ -150,7 +151,7 @@ class Simulation:
                                 + self.c.job_pods[j] for j in jobs]).astype(np.int64)
         sub = subproblem(self.p, jobs, tasks)
         state = State.from_tasks(sub, self.status[tasks], self.node[tasks], self.phase[jobs],
-                                 now=now, cycle=self.trace.sessions)
+                                 now=now, cycle=self.trace.sessions, next_node=self.next_node)
         self.trace.sessions += 1
         decisions = self.session(sub, state)
         changed = False
@@ -169,6 +170,7 @@ class Simulation:
                 self._log(now, "Pipelined", int(self.p.task_job[t]), t, placement.node, placement.action,
                           placement.reason)
         if decisions.state is not None:
+            self.next_node = decisions.state.next_node  # the scheduler process keeps it across sessions
             for local, j in enumerate(jobs):
                 changed |= self._set_phase(now, int(j), int(decisions.state.job_phase[local]))
         for j in jobs:
