@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .spec import Scenario
@@ -44,32 +43,10 @@ class Result:
     info: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
-        """Headline numbers: jobs done, mean/p95 wait, makespan, GPU utilisation, evictions."""
-        jobs = self.jobs
-        done = jobs[jobs.state == "Completed"]
-        started = jobs[jobs.start.notna()]
-        gpu_cols = [c for c in self.tasks.columns if c.endswith("/gpu")]
-        horizon = self.info.get("horizon", math.inf)
-        end = horizon if math.isfinite(horizon) else float(np.nanmax(jobs.end.to_numpy(), initial=0.0))
-        gpu_seconds = 0.0
-        if len(self.tasks) and gpu_cols:
-            ends = self.tasks.end.fillna(end).clip(upper=end)
-            gpu_seconds = float(((ends - self.tasks.start).clip(lower=0) * self.tasks[gpu_cols].sum(axis=1)).sum())
-        capacity = self.info.get("gpus", 0) * end
-        return {
-            "jobs": len(jobs),
-            "completed": len(done),
-            "running": int((jobs.state == "Running").sum()),
-            "waiting": int(jobs.state.isin(["Pending", "Inqueue"]).sum()),
-            "mean_wait_s": _round(started.wait.mean()),
-            "p95_wait_s": _round(started.wait.quantile(0.95)) if len(started) else math.nan,
-            "mean_jct_s": _round(done.jct.mean()),
-            "makespan_s": _round(end),
-            "gpu_utilisation": round(gpu_seconds / capacity, 4) if capacity else math.nan,
-            "evictions": int(jobs.evictions.sum()),
-            "lost_work_s": _round(jobs.lost_work.sum()),
-            "sessions": int(self.info.get("sessions", 0)),
-        }
+        """Headline numbers (`labkit.metrics.summary`): jobs done, mean/p95 wait, makespan, GPU utilisation, evictions."""
+        from .metrics import summary
+
+        return summary(self)
 
     def to_json(self) -> dict[str, Any]:
         """What `--json` prints for a run, simulated or real: scenario, engine, time scale, summary, jobs.
@@ -82,12 +59,7 @@ class Result:
                 "time_scale": self.info.get("time_scale", 1.0), "summary": summary, "jobs": jobs}
 
     def per_queue(self) -> pd.DataFrame:
-        """Jobs, completed, mean wait and GPU-seconds run, per queue."""
-        jobs = self.jobs
-        table = jobs.groupby("queue").agg(jobs=("name", "size"), completed=("state", lambda s: int((s == "Completed").sum())),
-                                          mean_wait_s=("wait", "mean"), evictions=("evictions", "sum"))
-        return table.round(1)
+        """Jobs, completed, mean wait, evictions and GPU-hours per queue (`labkit.metrics.per_queue`)."""
+        from .metrics import per_queue
 
-
-def _round(x: float) -> float:
-    return math.nan if math.isnan(x) else round(float(x), 1)
+        return per_queue(self)

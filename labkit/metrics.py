@@ -1,0 +1,514 @@
+"""Metrics of a run: what students compare between policies, read from a `labkit.Result` only.
+
+Every function states its formula in the first line of its docstring. Times are seconds on the
+run's clock; the observed window is [0, `window_end(result)`]. Resources are in scenario units
+(GPUs, cpu cores, memory bytes), as in `Result.tasks`.
+
+The cluster at an instant (`snapshot`) is rebuilt from the tasks and events tables into the
+engine's own `Problem`/`State`, so queue deserved shares and plugin verdicts come from the
+engine's plugins (`labkit.engine.plugins`), never from a second implementation of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from .engine.compile import DEFAULT_MAX_PODS, Compiled, compile_scenario
+from .engine.framework import Session
+from .engine.plugins import Capacity, Proportion
+from .engine.problem import PODS, PodGroupPhase, Problem, State, TaskStatus
+from .engine.reference import open_session
+from .engine.simulate import subproblem
+from .spec.quantity import parse_duration, parse_quantity
+
+if TYPE_CHECKING:
+    from .results import Result
+
+GPU = "nvidia.com/gpu"
+_UNIT = {"memory": 1.0, "pods": 1.0}
+"""Problem units per scenario unit: cpu and extended resources are milli in the Problem."""
+
+
+# ------------------------------------------------------------------------------------ the window
+
+
+_COMPILED: dict[int, tuple[object, Compiled]] = {}
+
+
+def compiled_of(result: Result) -> Compiled:
+    """The run's scenario compiled to the engine's Problem (kept for the last few scenarios)."""
+    key = id(result.scenario)
+    if key not in _COMPILED:
+        if len(_COMPILED) >= 8:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        _COMPILED[key] = (result.scenario, compile_scenario(result.scenario))  # the scenario pins its id
+    return _COMPILED[key][1]
+
+
+def window_end(result: Result) -> float:
+    """T = the horizon if the scenario sets one, else the last job end or pod release."""
+    horizon = result.info.get("horizon", math.inf)
+    if math.isfinite(horizon):
+        return float(horizon)
+    ends = np.concatenate([result.jobs.end.to_numpy(float), result.tasks.end.to_numpy(float)])
+    return float(np.nanmax(ends, initial=0.0))
+
+
+def job_keys(result: Result) -> pd.Series:
+    """The jobs table's `<namespace>/<name>`, the form `tasks.job` and `events.job` use."""
+    return result.jobs.namespace + "/" + result.jobs.name
+
+
+def queue_of(result: Result) -> dict[str, str]:
+    """`<namespace>/<name>` -> queue, for the jobs of the run."""
+    return dict(zip(job_keys(result), result.jobs.queue))
+
+
+def _queue_of_tasks(result: Result) -> pd.Series:
+    return result.tasks.job.map(queue_of(result))
+
+
+def _run_ends(result: Result) -> pd.Series:
+    """Each pod run's release time, clipped to the window (a pod still holding at the end ends at T)."""
+    end = window_end(result)
+    return result.tasks.end.fillna(end).clip(upper=end)
+
+
+def holding(result: Result, at: float) -> pd.DataFrame:
+    """Pod runs holding node resources at `at` (start <= at < end), with status Running or Releasing."""
+    tasks = result.tasks
+    end = tasks.end.fillna(math.inf)
+    held = tasks[(tasks.start <= at) & (end > at)]
+    releasing = held.evicted.notna() & (held.evicted <= at)
+    return held.assign(status=np.where(releasing, "Releasing", "Running"))
+
+
+# ------------------------------------------------------------------------------------ per job
+
+
+def job_times(result: Result) -> pd.DataFrame:
+    """Per job: wait = start - submit, jct = end - submit, slowdown = jct / duration, plus lost work."""
+    jobs = result.jobs
+    duration = [parse_duration(j.duration if j.duration is not None else j.work) for j in result.scenario.jobs]
+    table = jobs[["name", "namespace", "queue", "priority", "gpus", "submit", "start", "end", "state",
+                  "evictions", "lost_work", "wait", "jct"]].copy()
+    table["duration"] = duration
+    table["slowdown"] = table.jct / table.duration
+    return table
+
+
+def summary(result: Result) -> dict:
+    """Headline numbers: jobs done, mean/p95 wait, mean JCT, makespan T, GPU utilisation, evictions, lost work."""
+    jobs = result.jobs
+    done = jobs[jobs.state == "Completed"]
+    started = jobs[jobs.start.notna()]
+    return {
+        "jobs": len(jobs),
+        "completed": len(done),
+        "running": int((jobs.state == "Running").sum()),
+        "waiting": int(jobs.state.isin(["Pending", "Inqueue"]).sum()),
+        "mean_wait_s": _round(started.wait.mean()),
+        "p95_wait_s": _round(started.wait.quantile(0.95)) if len(started) else math.nan,
+        "mean_jct_s": _round(done.jct.mean()),
+        "makespan_s": _round(window_end(result)),
+        "gpu_utilisation": round(utilisation(result), 4),
+        "evictions": int(jobs.evictions.sum()),
+        "lost_work_s": _round(jobs.lost_work.sum()),
+        "sessions": int(result.info.get("sessions", 0)),
+    }
+
+
+def per_queue(result: Result) -> pd.DataFrame:
+    """Per queue: jobs, completed, mean wait, evictions and GPU-hours held (sum of gpus x held seconds / 3600)."""
+    jobs = result.jobs
+    table = jobs.groupby("queue").agg(jobs=("name", "size"),
+                                      completed=("state", lambda s: int((s == "Completed").sum())),
+                                      mean_wait_s=("wait", "mean"), evictions=("evictions", "sum"))
+    table["gpu_hours"] = gpu_seconds(result, by="queue").reindex(table.index, fill_value=0.0) / 3600
+    return table.round(1)
+
+
+def _round(x: float) -> float:
+    return math.nan if math.isnan(x) else round(float(x), 1)
+
+
+# ------------------------------------------------------------------------------------ utilisation
+
+
+def capacity(result: Result, resource: str = GPU) -> float:
+    """C = sum over nodes of the node's allocatable `resource` (kubelet's default 110 for pods)."""
+    total = 0.0
+    for pool in result.scenario.cluster.pools:
+        amount = pool.resources.get(resource, DEFAULT_MAX_PODS if resource == "pods" else 0)
+        total += pool.count * parse_quantity(amount)
+    return total
+
+
+def gpu_seconds(result: Result, resource: str = GPU, by: str | None = None) -> float | pd.Series:
+    """sum over pod runs of request x (min(end, T) - start): resource-seconds held, in total or per `by`."""
+    if resource not in result.tasks:
+        return 0.0 if by is None else pd.Series(dtype=float)
+    held = (_run_ends(result) - result.tasks.start).clip(lower=0) * result.tasks[resource]
+    if by is None:
+        return float(held.sum())
+    return held.groupby(_group(result, by)).sum()
+
+
+def utilisation(result: Result, resource: str = GPU) -> float:
+    """U = resource-seconds held / (C x T)."""
+    denominator = capacity(result, resource) * window_end(result)
+    return gpu_seconds(result, resource) / denominator if denominator else math.nan
+
+
+def _group(result: Result, by: str) -> pd.Series:
+    """The pod runs' group: queue, namespace (tenant), node or job."""
+    if by == "queue":
+        return _queue_of_tasks(result)
+    if by == "namespace":
+        return result.tasks.job.str.split("/").str[0]
+    return result.tasks[by]
+
+
+def usage(result: Result, resource: str = GPU, by: str | None = None, bins: int | None = None) -> pd.DataFrame:
+    """used(t) = sum of requests of pods holding at t; per `by` group; with `bins`, the time-weighted mean per bin.
+
+    Without bins: one row per change point (time, [group], used), a step function that holds until
+    the next row. With bins: rows (time, time_end, [group], used) over equal bins of [0, T], each the
+    exact integral of the step function over the bin divided by its width.
+    """
+    end = window_end(result)
+    tasks = result.tasks
+    groups = _group(result, by) if by else pd.Series("all", index=tasks.index)
+    frames = []
+    for name, runs in tasks.groupby(groups):
+        amount = runs[resource].to_numpy(float) if resource in runs else np.zeros(len(runs))
+        times, level = _step(runs.start.to_numpy(float), _run_ends(result)[runs.index].to_numpy(float), amount)
+        if bins:
+            edges = np.linspace(0.0, end, bins + 1)
+            level = np.diff(_integral(times, level, edges)) / np.diff(edges)
+            frame = pd.DataFrame({"time": edges[:-1], "time_end": edges[1:], "used": level})
+        else:
+            frame = pd.DataFrame({"time": times, "used": level})
+        if by:
+            frame.insert(1, by, name)
+        frames.append(frame)
+    if not frames:
+        edges = np.linspace(0.0, end, (bins or 1) + 1)
+        return pd.DataFrame({"time": edges[:-1], "used": 0.0})
+    return pd.concat(frames, ignore_index=True)
+
+
+def _step(start: np.ndarray, stop: np.ndarray, amount: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(change times, level from each time on) of the sum of intervals [start, stop) x amount, from t = 0."""
+    times = np.concatenate([[0.0], start, stop])
+    delta = np.concatenate([[0.0], amount, -amount])
+    order = np.argsort(times, kind="stable")
+    times, level = times[order], np.cumsum(delta[order])
+    last = np.r_[times[1:] != times[:-1], True]  # keep the level after every change at an instant
+    return times[last], np.clip(level[last], 0.0, None)
+
+
+def _integral(times: np.ndarray, level: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Integral from 0 to each of `at` (>= 0) of the step function (times, level), times[0] == 0."""
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(times))])
+    k = np.searchsorted(times, at, side="right") - 1
+    return area[k] + level[k] * (at - times[k])
+
+
+def utilisation_timeline(result: Result, resource: str = GPU, bins: int = 200) -> pd.DataFrame:
+    """U(bin) = mean used over the bin / C, for the cluster GPU (or `resource`) utilisation chart."""
+    table = usage(result, resource, bins=bins)
+    cap = capacity(result, resource)
+    return table.assign(utilisation=table.used / cap if cap else math.nan)
+
+
+# ------------------------------------------------------------------------------------ the cluster at an instant
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The live PodGroups and pods at an instant, in the engine's own form.
+
+    ``problem`` is the sub-Problem of the jobs present at `at` (submitted and not finished, or
+    still holding terminating pods) and the pods that exist (PodGroups past Pending);
+    ``state`` their statuses and nodes; ``jobs``/``tasks`` map back to the compiled Problem.
+    """
+
+    at: float
+    compiled: Compiled
+    problem: Problem
+    state: State
+    jobs: np.ndarray
+    tasks: np.ndarray
+
+    def session(self) -> Session:
+        """A reference-engine session opened on this snapshot: plugins have registered their callbacks."""
+        return open_session(self.problem, self.state)
+
+    def local_job(self, name: str) -> int | None:
+        """The snapshot's index of job `<namespace>/<name>`, None if it is not live."""
+        names = self.problem.job_names
+        return names.index(name) if name in names else None
+
+
+def snapshot(result: Result, at: float) -> Snapshot:
+    """The cluster right after everything that happened at `at`, as Volcano's cache would hand it to a session.
+
+    Pod status: Running if a run covers `at` and is not evicted yet, Releasing between eviction and
+    release, Pending otherwise (pods exist once the PodGroup left Pending). PodGroup phase:
+    Completed after the job ended, Running with minAvailable pods running, Inqueue after its last
+    Enqueued event (unless a restart since then has released every pod), else Pending.
+    """
+    compiled = compiled_of(result)
+    p = compiled.problem
+    keys = job_keys(result).to_numpy()
+    task_of = {name: t for t, name in enumerate(p.task_names)}
+    status = np.full(p.n_tasks, TaskStatus.PENDING, np.int8)
+    node = np.full(p.n_tasks, -1, np.int64)
+    held = holding(result, at)
+    if len(held):
+        ids = (held.job + "-" + held.role + "-" + held["index"].astype(str)).map(task_of).to_numpy(np.int64)
+        node_of = {n: i for i, n in enumerate(p.node_names)}
+        status[ids] = np.where(held.status == "Releasing", TaskStatus.RELEASING, TaskStatus.RUNNING)
+        node[ids] = held.node.map(node_of).to_numpy(np.int64)
+    holds = np.bincount(p.task_job[node >= 0], minlength=p.n_jobs) > 0
+    running = np.bincount(p.task_job[status == TaskStatus.RUNNING], minlength=p.n_jobs)
+    ended = result.jobs.end.to_numpy(float) <= at
+    present = (compiled.job_submit <= at) & (~ended | holds)
+
+    events = result.events[result.events.time <= at]
+    last = events[events.kind.isin(["Enqueued", "Restarting"])].groupby(["job", "kind"]).time.max().unstack()
+    enqueued_at = last.get("Enqueued", pd.Series(dtype=float)).reindex(keys).to_numpy(float)
+    restarted_at = last.get("Restarting", pd.Series(dtype=float)).reindex(keys).to_numpy(float)
+    reset = (restarted_at > enqueued_at) & ~holds  # restarted, every pod released, not enqueued again
+    inqueue = ~np.isnan(enqueued_at) & ~reset
+    phase = np.where(ended, PodGroupPhase.COMPLETED,
+                     np.where((running > 0) & (running >= p.job_min_member), PodGroupPhase.RUNNING,
+                              np.where(inqueue, PodGroupPhase.INQUEUE, PodGroupPhase.PENDING))).astype(np.int8)
+    finished = ended[p.task_job] & (status == TaskStatus.PENDING)
+    status[finished] = TaskStatus.SUCCEEDED
+
+    jobs = np.flatnonzero(present)
+    created = present[p.task_job] & (phase[p.task_job] != PodGroupPhase.PENDING)
+    tasks = np.flatnonzero(created).astype(np.int64)
+    sub = subproblem(p, jobs, tasks)
+    state = State.from_tasks(sub, status[tasks], node[tasks], phase[jobs], now=at)
+    return Snapshot(at, compiled, sub, state, jobs, tasks)
+
+
+def to_units(problem: Problem, vector: np.ndarray) -> dict[str, float]:
+    """A Problem resource vector in scenario units, by resource name (pods left out)."""
+    return {name: float(vector[r]) / _UNIT.get(name, 1000.0)
+            for r, name in enumerate(problem.resource_names) if r != PODS}
+
+
+def node_free(result: Result, at: float) -> pd.DataFrame:
+    """free(n) = allocatable(n) - requests of the pods holding n at `at` (Releasing pods still hold), one row per node."""
+    compiled = compiled_of(result)
+    p = compiled.problem
+    units = np.array([_UNIT.get(name, 1000.0) for name in p.resource_names])
+    alloc = pd.DataFrame(p.node_allocatable / units, index=list(p.node_names), columns=list(p.resource_names))
+    held = holding(result, at)
+    used = held.groupby("node")[[c for c in p.resource_names if c in held]].sum()
+    return alloc.sub(used.reindex(alloc.index).reindex(columns=alloc.columns).fillna(0.0))
+
+
+# ------------------------------------------------------------------------------------ shares
+
+
+def deserved(session: Session) -> dict[int, np.ndarray]:
+    """Each queue's deserved vector as the session's proportion or capacity plugin computed it (Problem units)."""
+    for tier in session.tiers:
+        for entry in tier:
+            if isinstance(entry.plugin, (Proportion, Capacity)):
+                return {q: attr.deserved.copy() for q, attr in entry.plugin.attrs.items()}
+    return {}
+
+
+def queue_shares(result: Result, times: np.ndarray | None = None, samples: int = 48,
+                 resource: str = GPU) -> pd.DataFrame:
+    """share(q, t) = allocated_q / C; deserved(q, t) from the engine's proportion/capacity; dominant = max_r alloc_r / C_r.
+
+    One row per (time, queue) at `times` (default: `samples` points evenly over [0, T]); allocated
+    counts the pods in Volcano's allocated statuses (Running, not Releasing). Without proportion or
+    capacity in the policy there is no deserved in the engine: it is then C x weight_q / sum of
+    weights over the queues with jobs, the weight fraction proportion would start its water-filling from.
+    """
+    if times is None:
+        times = np.linspace(0.0, window_end(result), samples)
+    rows = []
+    for t in times:
+        snap = snapshot(result, float(t))
+        p = snap.problem
+        r = p.resource_names.index(resource) if resource in p.resource_names else None
+        total = p.node_allocatable.sum(axis=0)
+        allocated = np.zeros((p.n_queues, p.n_resources))
+        on = snap.state.task_status == TaskStatus.RUNNING
+        np.add.at(allocated, p.job_queue[p.task_job[on]], p.task_request[on])
+        with_jobs = np.unique(p.job_queue)
+        fair = deserved(snap.session()) if len(p.job_names) else {}
+        weights = p.queue_weight[with_jobs].sum()
+        for q, name in enumerate(p.queue_names):
+            if name == "default" and q not in with_jobs and not allocated[q].any():
+                continue
+            if fair:
+                want = fair.get(q, np.zeros(p.n_resources))
+            else:
+                want = total * (p.queue_weight[q] / weights if q in with_jobs else 0.0)
+            dims = [i for i in range(p.n_resources) if i != PODS and total[i] > 0]
+            rows.append({
+                "time": float(t), "queue": name,
+                "allocated": allocated[q, r] / 1000.0 if r is not None else 0.0,
+                "deserved": want[r] / 1000.0 if r is not None else 0.0,
+                "guarantee": np.nan_to_num(p.queue_guarantee[q, r]) / 1000.0 if r is not None else 0.0,
+                "share": allocated[q, r] / total[r] if r is not None and total[r] else 0.0,
+                "deserved_share": want[r] / total[r] if r is not None and total[r] else 0.0,
+                "dominant_share": float(max((allocated[q, i] / total[i] for i in dims), default=0.0)),
+            })
+    return pd.DataFrame(rows)
+
+
+def jain(values) -> float:
+    """J = (sum x)^2 / (n x sum x^2): 1 when all x are equal, 1/n when one tenant gets everything."""
+    x = np.asarray(list(values), float)
+    denominator = len(x) * float((x ** 2).sum())
+    return float(x.sum() ** 2 / denominator) if denominator else math.nan
+
+
+def fairness(result: Result, resource: str = GPU) -> float:
+    """Jain's index over queues with jobs of x_q = resource-seconds_q / weight_q (weighted fair share)."""
+    weight = {q.name: q.weight for q in result.scenario.queues}
+    held = gpu_seconds(result, resource, by="queue")
+    queues = result.jobs.queue.unique()
+    return jain(float(held.get(q, 0.0)) / weight.get(q, 1) for q in queues)
+
+
+# ------------------------------------------------------------------------------------ fragmentation
+
+
+def _shapes(compiled: Compiled, tasks: np.ndarray) -> pd.DataFrame:
+    """Distinct pod shapes (request vector + feasibility class) among `tasks`, with their counts."""
+    p = compiled.problem
+    frame = pd.DataFrame(p.task_request[tasks], columns=list(p.resource_names))
+    frame["class"] = p.task_class[tasks]
+    return frame.value_counts().rename("count").reset_index()
+
+
+def _fits(compiled: Compiled, shapes: pd.DataFrame, free: pd.DataFrame) -> np.ndarray:
+    """(shapes x nodes) bool: the shape's request fits the node's free resources and its selector/taints."""
+    p = compiled.problem
+    units = np.array([_UNIT.get(name, 1000.0) for name in p.resource_names])
+    request = shapes[list(p.resource_names)].to_numpy(float) / units
+    room = free[list(p.resource_names)].to_numpy(float)
+    fits = (request[:, None, :] <= room[None, :, :] + 1e-9).all(axis=2)
+    return fits & p.class_node_ok[shapes["class"].to_numpy(np.int64)]
+
+
+def pending_tasks(result: Result, compiled: Compiled, at: float) -> np.ndarray:
+    """Problem indices of the pods of jobs submitted and unfinished at `at` that hold no node."""
+    p = compiled.problem
+    held = holding(result, at)
+    names = set(held.job + "-" + held.role + "-" + held["index"].astype(str))
+    live = (compiled.job_submit <= at) & ~(result.jobs.end.to_numpy(float) <= at)
+    return np.array([t for t in range(p.n_tasks) if live[p.task_job[t]] and p.task_names[t] not in names], np.int64)
+
+
+def fragmentation(result: Result, at: float) -> dict:
+    """stranded = free GPUs on nodes where no pending GPU pod fits; FGD rate = sum_m p_m sum_n free_n [m misfits n] / free.
+
+    Stranded GPUs are counted only while some GPU pod is pending: idle GPUs nobody asks for are not stranded.
+
+    `p_m` is the share of pod shape m among all GPU pods of the workload (FGD's target workload,
+    Weng et al., ATC'23, whole GPUs): the expected fraction of free GPUs a random pod of the
+    workload could not use. CPU-only pods ask no GPU and are left out of both.
+    """
+    compiled = compiled_of(result)
+    p = compiled.problem
+    free = node_free(result, at)
+    free_gpu = free[GPU].to_numpy(float) if GPU in free else np.zeros(p.n_nodes)
+    total_free = float(free_gpu.sum())
+    gpu = p.resource_names.index(GPU) if GPU in p.resource_names else None
+    if gpu is None or total_free == 0:
+        return {"free_gpus": total_free, "stranded_gpus": 0.0, "fgd_rate": 0.0}
+    pending = _shapes(compiled, pending_tasks(result, compiled, at))
+    pending = pending[pending[GPU] > 0]
+    usable = _fits(compiled, pending, free).any(axis=0) if len(pending) else np.ones(p.n_nodes, bool)
+    workload = _shapes(compiled, np.flatnonzero(p.task_request[:, gpu] > 0))
+    weight = workload["count"].to_numpy(float) / workload["count"].sum()
+    misfit = ~_fits(compiled, workload, free)
+    return {"free_gpus": total_free,
+            "stranded_gpus": float(free_gpu[~usable].sum()),
+            "fgd_rate": float(weight @ (misfit * free_gpu[None, :]).sum(axis=1)) / total_free}
+
+
+def fragmentation_timeline(result: Result, samples: int = 48) -> pd.DataFrame:
+    """`fragmentation` at `samples` instants evenly over [0, T], one row each."""
+    times = np.linspace(0.0, window_end(result), samples)
+    return pd.DataFrame([{"time": t, **fragmentation(result, t)} for t in times])
+
+
+# ------------------------------------------------------------------------------------ waiting, evictions, cost, SLA
+
+
+def starvation(result: Result, threshold: float) -> pd.DataFrame:
+    """waited = start - submit, or T - submit for a job still waiting; jobs with waited >= threshold, longest first."""
+    jobs = result.jobs
+    end = window_end(result)
+    waited = jobs.wait.where(jobs.start.notna(), end - jobs.submit)
+    table = jobs[["name", "namespace", "queue", "priority", "gpus", "submit", "state"]].assign(
+        waited=waited, still_waiting=jobs.start.isna())
+    return table[table.waited >= threshold].sort_values("waited", ascending=False, kind="stable")
+
+
+def longest_wait(result: Result) -> float:
+    """max over jobs of waited (see `starvation`)."""
+    table = starvation(result, -math.inf)
+    return float(table.waited.max()) if len(table) else 0.0
+
+
+def preemptions(result: Result) -> pd.DataFrame:
+    """Per victim queue and action (preempt, reclaim): pods evicted, job restarts, lost work (from the events)."""
+    events = result.events.assign(queue=result.events.job.map(queue_of(result)))
+    evicted = events[events.kind == "Evicted"].rename(columns={"reason": "action"})
+    table = evicted.groupby(["queue", "action"]).size().rename("evicted").reset_index()
+    restarts = events[events.kind == "Restarting"].groupby("queue").size()
+    table["restarts"] = table.queue.map(restarts).fillna(0).astype(int)
+    table["lost_work_s"] = table.queue.map(result.jobs.groupby("queue").lost_work.sum()).fillna(0.0)
+    return table
+
+
+def cost(result: Result, price: dict[str, float] | float, resource: str = GPU) -> pd.DataFrame:
+    """cost(q, pool) = GPU-hours held by queue q on the pool's nodes x price per GPU-hour of the pool."""
+    pool_of = {n: pool.name for pool in result.scenario.cluster.pools for n in pool.node_names()}
+    prices = price if isinstance(price, dict) else {pool.name: price for pool in result.scenario.cluster.pools}
+    hours = (_run_ends(result) - result.tasks.start).clip(lower=0) * result.tasks.get(resource, 0.0) / 3600
+    frame = pd.DataFrame({"queue": _queue_of_tasks(result), "pool": result.tasks.node.map(pool_of), "gpu_hours": hours})
+    table = frame.groupby(["queue", "pool"], as_index=False).gpu_hours.sum()
+    table["price"] = table.pool.map(prices).astype(float)
+    table["cost"] = table.gpu_hours * table.price
+    return table
+
+
+def sla_hit_rate(result: Result, max_wait: float | dict[str, float]) -> pd.Series:
+    """hit rate(q) = jobs that started within max_wait of submit / jobs decided (started, or waited past max_wait by T)."""
+    jobs = result.jobs
+    target = jobs.queue.map(max_wait) if isinstance(max_wait, dict) else pd.Series(float(max_wait), index=jobs.index)
+    waited = starvation(result, -math.inf).waited.reindex(jobs.index)
+    hit = jobs.start.notna() & (jobs.wait <= target)
+    decided = hit | (waited > target)
+    return hit[decided].groupby(jobs.queue[decided]).mean().rename("sla_hit_rate")
+
+
+def queue_length(result: Result) -> pd.DataFrame:
+    """waiting(q, t) = jobs submitted (or restarted) and not started again by t; one row per change (time, queue, waiting)."""
+    events = result.events
+    delta = events.kind.map({"Submitted": 1, "Restarting": 1, "Started": -1})
+    frame = pd.DataFrame({"time": events.time, "queue": events.job.map(queue_of(result)), "delta": delta}).dropna()
+    frame = frame.groupby(["queue", "time"], as_index=False).delta.sum()
+    frame["waiting"] = frame.groupby("queue").delta.cumsum().astype(int)
+    return frame.drop(columns="delta")
