@@ -155,9 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_plugins(sub) -> None:
     """Subcommands that live beside their subsystem (`labkit.k8s.commands.register`)."""
+    from .course import commands as course_commands
     from .k8s import commands as k8s_commands
 
     k8s_commands.register(sub)
+    course_commands.register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,90 @@
+"""The course's scenarios as chapters vary them: slices of the case study, the fragmentation snapshot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import spec
+from ..spec import Scenario
+
+TEAMS = ("team-a", "team-b", "team-c")
+
+
+def _data(name: str) -> dict[str, Any]:
+    return spec.preset(name).model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def case_study(nodes: int = 8, hours: int = 12, tenancy: bool = True, weights: tuple[int, int, int] | None = None,
+               a_capability: int | None = None, week: bool = False) -> Scenario:
+    """The running case on `nodes` x 8 A100 for `hours`, or (week=True) the preset's 32 nodes and 7 days.
+
+    A slice keeps the three teams' arrival processes and scales team A's jobs to 16/32 GPUs (every
+    4 h) so the small cluster is contended as the full one is. `tenancy=False` is the naive set-up:
+    one FIFO queue, no priorities, no quotas. `weights` are the queues' weights (A, B, C), default
+    the preset's 5/3/2; `a_capability` caps team A's queue in GPUs (default: the preset's 75% of
+    the cluster).
+    """
+    data = _data("case-study")
+    if not week:
+        data["cluster"]["pools"][0]["count"] = nodes
+        data["horizon"] = f"{hours}h"
+        for workload in data["workloads"]:
+            workload["end"] = f"{hours}h"
+        pretrain = data["workloads"][0]
+        pretrain["gpus"]["choices"] = [16, 32]
+        pretrain["arrival"]["interval"] = "4h"
+        data["queues"][0]["capability"] = {"nvidia.com/gpu": 6 * nodes}
+    if not tenancy:
+        data["queues"] = [{"name": "default"}]
+        data.pop("priorityClasses", None)
+        for workload in data["workloads"]:
+            workload["queue"] = "default"
+            workload.pop("priorityClassName", None)
+        for tenant in data["tenants"]:
+            tenant.pop("resourceQuota", None)
+        return spec.validate(data)
+    for queue, weight in zip(data["queues"], weights or ()):
+        queue["weight"] = weight
+    if a_capability is not None:
+        data["queues"][0]["capability"] = {"nvidia.com/gpu": a_capability}
+    return spec.validate(data)
+
+
+def nodeorder_conf(strategy: str) -> dict[str, Any]:
+    """The fragmentation preset's conf with one scoring strategy: `least` (LeastAllocated, spread),
+    `most` (MostAllocated) or `binpack` (binpack plugin weighted on nvidia.com/gpu)."""
+    if strategy not in ("least", "most", "binpack"):
+        raise ValueError(f"strategy must be least, most or binpack, not {strategy!r}")
+    conf = _data("fragmentation")["scheduler"]["conf"]
+    args = {"least": {"leastrequested.weight": 1, "mostrequested.weight": 0},
+            "most": {"leastrequested.weight": 0, "mostrequested.weight": 1},
+            "binpack": {"leastrequested.weight": 0}}[strategy]
+    plugins = [dict(p, arguments=args) if p["name"] == "nodeorder" else p for p in conf["tiers"][1]["plugins"]]
+    if strategy == "binpack":
+        plugins.append({"name": "binpack", "arguments": {"binpack.weight": 10, "binpack.resources": "nvidia.com/gpu",
+                                                         "binpack.resources.nvidia.com/gpu": 10}})
+    conf["tiers"][1]["plugins"] = plugins
+    return conf
+
+
+def fragmentation(strategy: str = "least", nodes: int = 4) -> Scenario:
+    """The fragmentation preset (nodes x 8 GPUs, one 4-GPU job per node, then an 8-GPU job) under a
+    scoring strategy (see `nodeorder_conf`)."""
+    data = _data("fragmentation")
+    data["cluster"]["pools"][0]["count"] = nodes
+    resident = data["jobs"][0]
+    data["jobs"] = [dict(resident, name=f"resident-{i}", submit=i) for i in range(nodes)] + [data["jobs"][-1]]
+    data["scheduler"] = {"policy": strategy, "conf": nodeorder_conf(strategy)}
+    return spec.validate(data)
+
+
+def fragmentation_snapshot(strategy: str = "least", nodes: int = 4, placed: list[int] | None = None) -> Scenario:
+    """The moment tp8 arrives: resident-i Running on gpu-placed[i] (default one per node), tp8 Inqueue."""
+    data = fragmentation(strategy, nodes).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    placed = list(range(nodes)) if placed is None else placed
+    for job, node in zip(data["jobs"][:-1], placed):
+        job["status"] = {"phase": "Running", "running": {"worker": [f"gpu-{node}"]}}
+        job["submit"] = 0
+    data["jobs"][-1]["status"] = {"phase": "Inqueue"}
+    data["jobs"][-1]["submit"] = 0
+    return spec.validate(data)

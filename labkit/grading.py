@@ -1,0 +1,225 @@
+"""Graded checks for the chapter notebooks, and `labkit grade`: merge, run with nbval, report.
+
+A check cell calls ``check("ch02.q1", answer)`` and prints one ASCII line: ``ch02.q1: ok``,
+``ch02.q1: not answered`` or ``ch02.q1: wrong (...)``. The expected value is computed with the
+engine on the chapter's seeded scenario, never typed in. The reference notebook stores the ``ok``
+line in a cell tagged ``nbval-check-output``, so nbval passes a check exactly when it prints ``ok``.
+
+Answer cells carry the tag ``answer:<qid>``; `merge` copies their sources from a student's
+notebook into the reference, and `grade` runs the merged notebooks with ``pytest --nbval-lax``.
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from .course import cases, steps
+from .engine.simulate import cycle, simulate
+
+Check = Callable[[Any], tuple[bool, str]]
+CHECKS: dict[str, Check] = {}
+ANSWER_TAG, CHECK_TAG = "answer:", "check:"
+
+
+def _check(qid: str) -> Callable[[Check], Check]:
+    def register(fn: Check) -> Check:
+        CHECKS[qid] = fn
+        return fn
+    return register
+
+
+def answered(value: Any) -> bool:
+    """False while the placeholder `...` is (part of) the answer."""
+    if value is Ellipsis:
+        return False
+    if isinstance(value, dict):
+        return all(answered(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(answered(v) for v in value)
+    return True
+
+
+def check(qid: str, answer: Any) -> bool:
+    """Print the check's one-line verdict; True when the answer is right."""
+    if qid not in CHECKS:
+        raise KeyError(f"no check named {qid!r}; known: {', '.join(sorted(CHECKS))}")
+    if not answered(answer):
+        print(f"{qid}: not answered")
+        return False
+    try:
+        ok, why = CHECKS[qid](answer)
+    except (TypeError, ValueError, KeyError) as err:
+        ok, why = False, f"cannot use this answer: {err}"
+    print(f"{qid}: ok" if ok else f"{qid}: wrong ({why})")
+    return ok
+
+
+# ------------------------------------------------------------------------------ chapter 1
+
+
+def _mean_wait(result, namespace: str) -> float:
+    jobs = result.jobs
+    return float(jobs[jobs.namespace == namespace].wait.mean())
+
+
+@_check("ch01.q1")
+def _slowest_team(answer: str) -> tuple[bool, str]:
+    result = simulate(cases.case_study(tenancy=False))
+    waits = {team: _mean_wait(result, team) for team in cases.TEAMS}
+    slowest = max(waits, key=waits.get)
+    return answer == slowest, f"{answer} is not the team with the longest mean wait"
+
+
+@_check("ch01.q2")
+def _weights(answer: tuple[int, int, int]) -> tuple[bool, str]:
+    weights = tuple(int(w) for w in answer)
+    if len(weights) != 3 or min(weights) < 1:
+        return False, "give three queue weights (A, B, C), each >= 1"
+    policy = "volcano-multitenant"
+    naive_b = _mean_wait(simulate(cases.case_study(tenancy=False)), "team-b")
+    default_c = _mean_wait(simulate(cases.case_study(), policy=policy), "team-c")
+    tuned = simulate(cases.case_study(weights=weights), policy=policy)
+    if _mean_wait(tuned, "team-c") >= default_c:
+        return False, "team C does not wait less than under the weights 5/3/2"
+    return _mean_wait(tuned, "team-b") < naive_b, "team B waits longer than under naive FIFO"
+
+
+CONCEPTS = ("多租户", "调度", "资源分配", "优先级与抢占", "公平性")
+SYMPTOMS = {
+    "团队 C 的一个作业出错占满内存，团队 B 的作业也跟着变慢": "多租户",
+    "一个 16 卡作业排队两小时，最后被放到了两台机器上": "调度",
+    "团队 A 的 namespace 最多只能申请 192 张 GPU": "资源分配",
+    "团队 A 的新作业驱逐了团队 B 正在微调的作业": "优先级与抢占",
+    "团队 B 提交得最多，却只拿到了 20% 的 GPU 时间": "公平性",
+}
+
+
+@_check("ch01.q3")
+def _concepts(answer: dict) -> tuple[bool, str]:
+    unknown = [v for v in answer.values() if v not in CONCEPTS]
+    if unknown:
+        return False, f"not one of the five concepts: {unknown[0]}"
+    wrong = sum(answer.get(s) != c for s, c in SYMPTOMS.items())
+    return wrong == 0, f"{wrong} of {len(SYMPTOMS)} symptoms matched to the wrong concept"
+
+
+# ------------------------------------------------------------------------------ chapter 2
+
+
+@_check("ch02.q1")
+def _free_vs_feasible(answer: tuple[int, int]) -> tuple[bool, str]:
+    table = steps.placement(cases.fragmentation_snapshot())
+    tp8 = table[table.task.str.startswith("ml/tp8")]
+    expected = (int(tp8.free_gpus.sum()), int((tp8["filter"] == "pass").sum()))
+    free, feasible = (int(x) for x in answer)
+    if free != expected[0]:
+        return False, "the free GPU total is off"
+    return feasible == expected[1], "the number of nodes that pass the filter is off"
+
+
+@_check("ch02.q2")
+def _placement(answer: list[int]) -> tuple[bool, str]:
+    nodes = 4
+    placed = [int(n) for n in answer]
+    if len(placed) != nodes or not all(0 <= n < nodes for n in placed):
+        return False, f"give {nodes} node numbers in 0..{nodes - 1}, one per resident job"
+    if max(placed.count(n) for n in placed) > 2:
+        return False, "a node holds at most two 4-GPU jobs"
+    binds = cycle(cases.fragmentation_snapshot(placed=placed)).binds()
+    return "ml/tp8-worker-0" in binds, "tp8 still finds no node in this session"
+
+
+@_check("ch02.q3")
+def _strategy(answer: str) -> tuple[bool, str]:
+    jobs = simulate(cases.fragmentation(answer)).jobs
+    wait = float(jobs.set_index("name").wait["tp8"])
+    return wait < 60, f"tp8 still waits {wait:.0f} s under {answer}"
+
+
+# ------------------------------------------------------------------------------ labkit grade
+
+
+def _tagged(cell, prefix: str) -> str | None:
+    for tag in cell.get("metadata", {}).get("tags", []):
+        if tag.startswith(prefix):
+            return tag[len(prefix):]
+    return None
+
+
+def merge(reference: nbformat.NotebookNode, submission: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The reference with each `answer:<qid>` cell's source taken from the submission (when present)."""
+    answers = {qid: cell.source for cell in submission.cells if (qid := _tagged(cell, ANSWER_TAG))}
+    merged = nbformat.from_dict(reference)
+    for cell in merged.cells:
+        qid = _tagged(cell, ANSWER_TAG)
+        if qid in answers:
+            cell.source = answers[qid]
+    return merged
+
+
+def check_cells(nb: nbformat.NotebookNode) -> dict[int, str]:
+    """Code-cell number (as nbval counts) -> check id, for the cells tagged `check:<qid>`."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    return {i: qid for i, c in enumerate(code) if (qid := _tagged(c, CHECK_TAG))}
+
+
+def grade(submissions: Path, solutions: Path, out: Path) -> list[dict[str, str]]:
+    """Grade `submissions/<student>/chNN_slug.ipynb` against `solutions/`; write out/grades.csv and
+    out/junit.xml; return the rows (student, chapter, check, result)."""
+    work = out / "work"
+    merged: dict[Path, tuple[str, str, dict[int, str]]] = {}
+    for path in sorted(submissions.glob("*/ch[0-9][0-9]_*.ipynb")):
+        reference = solutions / path.name
+        if not reference.exists():
+            continue
+        nb = merge(nbformat.read(reference, as_version=4), nbformat.read(path, as_version=4))
+        target = work / path.parent.name / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, target)
+        merged[target] = (path.parent.name, path.stem, check_cells(nb))
+    if not merged:
+        raise ValueError(f"no submissions/<student>/chNN_*.ipynb with a reference in {solutions}")
+    (out / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    suites = ET.Element("testsuites")
+    rows = []
+    for target, (student, chapter, checks) in merged.items():
+        junit = target.with_suffix(".xml")
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-c", str(out / "pytest.ini"), "--rootdir", str(out),
+                        "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", "--junitxml", str(junit),
+                        str(target)], capture_output=True, text=True, check=False)
+        outcome = _outcomes(junit) if junit.exists() else {}
+        for suite in ET.parse(junit).getroot().iter("testsuite") if junit.exists() else []:
+            suite.set("name", f"{student}/{chapter}")
+            suites.append(suite)
+        rows += [{"student": student, "chapter": chapter, "check": qid, "result": outcome.get(num, "error")}
+                 for num, qid in checks.items()]
+    ET.ElementTree(suites).write(out / "junit.xml", encoding="utf-8", xml_declaration=True)
+    with (out / "grades.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=["student", "chapter", "check", "result"])
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+def _outcomes(junit: Path) -> dict[int, str]:
+    """Code-cell number -> passed / failed / skipped, from one notebook's junit XML."""
+    result = {}
+    for case in ET.parse(junit).iter("testcase"):
+        name = case.get("name", "")
+        if not name.startswith("Cell "):
+            continue
+        status = "passed"
+        if case.find("failure") is not None or case.find("error") is not None:
+            status = "failed"
+        elif case.find("skipped") is not None:
+            status = "skipped"
+        result[int(name.split()[1])] = status
+    return result
