@@ -1,0 +1,233 @@
+"""Scale benchmark: Philly (82k jobs) on 256 and 2,048 GPUs, and 1M synthetic jobs on 4,096 GPUs.
+
+    python benchmarks/bench_scale.py [--engine auto|numba|reference] [--timeout S] [--quick] [--json]
+
+Every case runs in its own subprocess (`--child CASE`), so its peak RSS (`resource.getrusage`,
+`ru_maxrss`) is its own; the wall time covers `labkit.simulate` (compile, workload expansion and the
+run), not building the scenario. Each figure is printed with its target and `ok` or `MISSED`:
+>= 1,000x the peer (Helios's 244 jobs/s, measured on this machine class, see
+../shared/reference/simulators.md) on Philly; 1M jobs in < 60 s with peak RSS < 2 GB. A case that
+exceeds `--timeout` is killed and printed as MISSED. Ctrl-C stops cleanly (exit 130) after
+printing the cases already done. `--quick` runs tiny versions of the same cases (tests use it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import labkit
+from labkit import spec
+from labkit.workloads import traces
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+HELIOS_JOBS_PER_S = 244.0
+"""Helios FIFO on ElasticFlow cluster03 (3,011 jobs, 32 x 8 GPUs): 12.3 s on a 2-vCPU Xeon."""
+PEER_FACTOR = 1000.0
+CASES = ("philly-256", "philly-2048", "synthetic-1m-4096")
+POLICY = "volcano-multitenant"
+
+
+# ---------------------------------------------------------------------------------------- shared
+
+
+def simulate(scenario: spec.Scenario, engine: str) -> tuple[labkit.Result, str]:
+    """`labkit.simulate` with `engine` when this labkit has engines; (result, engine that ran)."""
+    if "engine" in inspect.signature(labkit.simulate).parameters:
+        result = labkit.simulate(scenario, engine=engine)
+        return result, str(result.info.get("engine", engine))
+    return labkit.simulate(scenario), "reference"
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set in MB (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def verdict(met: bool) -> str:
+    return "ok" if met else "MISSED"
+
+
+def target_line(what: str, value: str, target: str, met: bool) -> str:
+    """The figure line every benchmark prints: `  target <what>: <value> (target <target>) ok|MISSED`."""
+    return f"  target {what}: {value} (target {target}) {verdict(met)}"
+
+
+class Progress:
+    """A progress bar over cases: tqdm when installed, else one plain line per step."""
+
+    def __init__(self, total: int, label: str):
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self.bar = None
+        else:
+            self.bar = tqdm(total=total, desc=label, unit="case", file=sys.stderr)
+        self.total, self.done, self.label = total, 0, label
+
+    def start(self, name: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(name)
+        else:
+            print(f"[{self.done + 1}/{self.total}] {self.label}: {name} ...", file=sys.stderr, flush=True)
+
+    def step(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def interrupted(done: list[str]) -> None:
+    """Ctrl-C: say what was finished and exit 130."""
+    print(f"interrupted: {len(done)} case(s) done{': ' + ', '.join(done) if done else ''}", flush=True)
+    sys.exit(130)
+
+
+# ---------------------------------------------------------------------------------------- cases
+
+
+def synthetic(jobs: int, gpus: int, tenants: int = 4, load: float = 0.8) -> spec.Scenario:
+    """`jobs` Philly-like jobs (1-32 GPUs, lognormal run times) from `tenants` equal queues at `load`."""
+    sizes, weights = [1, 2, 4, 8, 16, 32], [0.7, 0.1, 0.08, 0.08, 0.03, 0.01]
+    median, sigma, cap = 1200.0, 1.0, 100_000.0
+    gpu_seconds = sum(s * w for s, w in zip(sizes, weights)) * median * 1.6487  # lognormal mean
+    interval = gpu_seconds * tenants / (load * gpus)
+    names = [f"team-{i}" for i in range(tenants)]
+    return spec.validate({
+        "name": f"synthetic-{jobs}",
+        "cluster": traces.cluster(gpus),
+        "tenants": [{"name": n} for n in names],
+        "queues": [{"name": n} for n in names],
+        "workloads": [{"name": n, "namespace": n, "queue": n, "count": jobs // tenants,
+                       "arrival": {"process": "poisson", "interval": round(interval, 3)},
+                       "gpus": {"distribution": "choice", "choices": sizes, "weights": weights},
+                       "duration": {"distribution": "lognormal", "median": median, "sigma": sigma, "max": cap}}
+                      for n in names],
+        "scheduler": {"policy": POLICY},
+    })
+
+
+def philly_scenario(gpus: int, quick: bool) -> spec.Scenario:
+    """The whole Pollux Philly trace (`--quick`: 150 jobs) on `gpus` GPUs, one queue per VC."""
+    path = TRACES / "philly-pollux.csv"
+    if not path.exists():
+        if not quick:
+            raise SystemExit(f"{path} is absent: the Philly cases need it (see README.md, Traces)")
+        return synthetic(150, gpus)
+    fragment = traces.philly(path, n=150 if quick else None, seed=0, gpus=gpus)
+    return spec.validate({**fragment, "name": f"philly-{gpus}", "scheduler": {"policy": POLICY}})
+
+
+def build(case: str, quick: bool) -> spec.Scenario:
+    if case == "philly-256":
+        return philly_scenario(64 if quick else 256, quick)
+    if case == "philly-2048":
+        return philly_scenario(128 if quick else 2048, quick)
+    if case == "synthetic-1m-4096":
+        return synthetic(200, 64) if quick else synthetic(1_000_000, 4096)
+    raise SystemExit(f"unknown case {case!r}; cases: {', '.join(CASES)}")
+
+
+def child(case: str, engine: str, quick: bool) -> None:
+    """Run one case in this process and print its figures as one JSON line."""
+    t0 = time.perf_counter()
+    scenario = build(case, quick)
+    built = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result, ran = simulate(scenario, engine)
+    wall = time.perf_counter() - t0
+    done = int((result.jobs.state == "Completed").sum())
+    print(json.dumps({"case": case, "engine": ran, "jobs": len(result.jobs), "completed": done,
+                      "events": len(result.events), "build_s": built, "wall_s": wall, "rss_mb": peak_rss_mb()}))
+
+
+def report(fig: dict, quick: bool) -> list[str]:
+    """The figure lines of one case, targets included."""
+    if "error" in fig:
+        return [f"{fig['case']}: {fig['error']}", target_line("run", "did not finish", "finishes", False)]
+    rate, jobs_rate = fig["events"] / fig["wall_s"], fig["jobs"] / fig["wall_s"]
+    head = (f"{fig['case']} [engine={fig['engine']}]: {fig['jobs']:,} jobs ({fig['completed']:,} completed), "
+            f"{fig['events']:,} events in {fig['wall_s']:.2f} s (scenario built in {fig['build_s']:.2f} s): "
+            f"{rate:,.0f} events/s, {jobs_rate:,.0f} jobs/s, peak RSS {fig['rss_mb']:,.0f} MB")
+    lines = [head]
+    if fig["case"].startswith("philly"):
+        need = PEER_FACTOR * HELIOS_JOBS_PER_S
+        lines.append(target_line("jobs/s vs peer", f"{jobs_rate:,.0f} jobs/s = {jobs_rate / HELIOS_JOBS_PER_S:,.1f}x Helios",
+                                 f">= {need:,.0f} jobs/s, {PEER_FACTOR:,.0f}x Helios's {HELIOS_JOBS_PER_S:.0f}",
+                                 jobs_rate >= need))
+    else:
+        limit = 60.0 * (fig["jobs"] / 1_000_000 if quick else 1.0)
+        lines.append(target_line("wall", f"{fig['wall_s']:.2f} s", f"< {limit:.3g} s for {fig['jobs']:,} jobs",
+                                 fig["wall_s"] < limit))
+        lines.append(target_line("peak RSS", f"{fig['rss_mb']:,.0f} MB", "< 2,048 MB", fig["rss_mb"] < 2048))
+    return lines
+
+
+def run_case(case: str, engine: str, quick: bool, timeout: float) -> dict:
+    """One case in a subprocess; its JSON figures, or {'error': ...}."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", case, "--engine", engine] + (["--quick"] if quick else [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return {"case": case, "error": f"killed after the {timeout:g} s timeout"}
+    except KeyboardInterrupt:
+        proc.kill()
+        proc.communicate()
+        raise
+    if proc.returncode != 0:
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        return {"case": case, "error": f"exit {proc.returncode}: {last}"}
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", default="auto", help="auto, numba or reference (when labkit has engines)")
+    parser.add_argument("--case", action="append", choices=CASES, help="run only this case (repeatable)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case before it is MISSED")
+    parser.add_argument("--quick", action="store_true", help="tiny inputs (seconds), for tests")
+    parser.add_argument("--json", action="store_true", help="also print all figures as one JSON line")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        try:
+            child(args.child, args.engine, args.quick)
+        except KeyboardInterrupt:
+            return 130
+        return 0
+    cases = args.case or list(CASES)
+    figures, done = [], []
+    progress = Progress(len(cases), "bench_scale")
+    try:
+        for case in cases:
+            progress.start(case)
+            fig = run_case(case, args.engine, args.quick, args.timeout)
+            progress.step()
+            figures.append(fig)
+            done.append(case)
+            print("\n".join(report(fig, args.quick)), flush=True)
+    except KeyboardInterrupt:
+        progress.close()
+        interrupted(done)
+    progress.close()
+    if args.json:
+        print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
