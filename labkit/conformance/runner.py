@@ -39,15 +39,20 @@ class CaseResult:
     reason: str = ""
 
 
-def read_cases(path: str | Path = DEFAULT_CASES) -> list[Mapping]:
-    """The ``cases`` list of a case file."""
+def read_case_file(path: str | Path) -> Mapping:
+    """A case file as YAML data (SpecError when it is not YAML or has no list of cases)."""
     try:
         data = yaml.safe_load(Path(path).read_text())
     except yaml.YAMLError as e:
         raise SpecError(str(path), f"not valid YAML: {e}") from None
     if not isinstance(data, Mapping) or not isinstance(data.get("cases"), list):
         raise SpecError(f"{path}: cases", "missing list of cases")
-    return data["cases"]
+    return data
+
+
+def read_cases(path: str | Path = DEFAULT_CASES) -> list[Mapping]:
+    """The ``cases`` list of a case file."""
+    return read_case_file(path)["cases"]
 
 
 def skip_reason(case: Mapping) -> str | None:
@@ -118,8 +123,13 @@ def _short(name: str, expected: list) -> str:
 
 
 def run_cases(path: str | Path = DEFAULT_CASES) -> list[CaseResult]:
-    """Run every case of a case file with the reference engine."""
-    return [run_case(case, f"cases[{i}]") for i, case in enumerate(read_cases(path))]
+    """Run every case of a case file with the reference engine (Kueue's format goes to its runner)."""
+    from labkit.conformance import kueue
+
+    data = read_case_file(path)
+    if kueue.is_kueue_file(data):
+        return kueue.run_cases(data)
+    return [run_case(case, f"cases[{i}]") for i, case in enumerate(data["cases"])]
 
 
 def format_report(results: list[CaseResult]) -> str:

@@ -1,0 +1,218 @@
+"""Load and run the Kueue oracle cases (the neutral format in the header of ``kueue-cases.yaml``).
+
+A case names its level: ``preemption`` runs ``Preemptor.GetTargets`` for the incoming workload with
+Preempt forced on the named flavors, ``scheduler`` runs one admission cycle over the pending heads,
+``queue`` pops the ClusterQueue heap. Units: cpu in cores, memory in Gi; ``t1 < t2 < t3`` are one
+second apart; named priorities are ``low`` < ``high``.
+
+An inline ClusterQueue without ``preemption`` has the preemption of the base ClusterQueues of the
+Kueue test file the case comes from (``TestFairPreemptions``: withinClusterQueue LowerPriority,
+reclaimWithinCohort Any, borrowWithinCohort LowerPriority with maxPriorityThreshold -3); an explicit
+``preemption: {}`` is Kueue's default (Never everywhere).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from labkit.conformance.runner import CaseResult, skip_reason
+from labkit.engine import kueue as k
+from labkit.errors import SpecError
+
+GI = 2.0**30
+NAMED_PRIORITY = {"low": -1, "high": 1}
+INLINE_PREEMPTION = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                     "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": -3}}
+_RANGE = re.compile(r"^([A-Za-z_-]*?)(\d+)(?:\.\.\1?(\d+))?\s+in\s+(\S+)$")
+
+
+def is_kueue_file(data: Any) -> bool:
+    """A case file in the Kueue format: its cases name a ``level``."""
+    return isinstance(data, Mapping) and any(isinstance(c, Mapping) and "level" in c for c in data.get("cases") or [])
+
+
+def _quantity(resource: str, value: Any) -> float:
+    return float(value) * (GI if resource == "memory" else 1.0)
+
+
+def _quota(resource: str, q: Mapping) -> k.Quota:
+    def opt(key: str) -> float | None:
+        return None if q.get(key) is None else _quantity(resource, q[key])
+
+    return k.Quota(_quantity(resource, q.get("nominal", 0)), opt("borrowingLimit"), opt("lendingLimit"))
+
+
+def preemption(p: Mapping | None) -> k.Preemption:
+    """``ClusterQueuePreemption`` from its YAML form (Kueue's field names)."""
+    p = p or {}
+    borrow = p.get("borrowWithinCohort") or {}
+    return k.Preemption(p.get("withinClusterQueue", k.NEVER), p.get("reclaimWithinCohort", k.NEVER),
+                        borrow.get("policy", k.NEVER), borrow.get("maxPriorityThreshold"))
+
+
+def _groups(groups: list[Mapping]) -> tuple[list[k.ResourceGroup], dict[k.FR, k.Quota]]:
+    out, quotas = [], {}
+    for g in groups:
+        flavors = g["flavors"]
+        covered = tuple(g.get("covered") or dict.fromkeys(r for f in flavors.values() for r in f))
+        out.append(k.ResourceGroup(covered, tuple(flavors)))
+        for flavor, resources in flavors.items():
+            for resource, q in resources.items():
+                quotas[(flavor, resource)] = _quota(resource, q)
+    return out, quotas
+
+
+def _cluster_queue(name: str, spec: Mapping) -> tuple[k.ClusterQueue, str | None]:
+    if "resource_groups" in spec:
+        groups, quotas = _groups(spec["resource_groups"])
+    elif "flavors_in_order" in spec:
+        groups, quotas = _groups([{"flavors": spec["flavors_in_order"]}])
+    else:
+        groups, quotas = _groups([{"covered": ["cpu"], "flavors": {"default": {"cpu": {
+            "nominal": spec.get("cpu_nominal", 0)}}}}])
+    p = preemption(spec.get("preemption", INLINE_PREEMPTION))
+    cq = k.ClusterQueue(name, groups, quotas, p, spec.get("queueingStrategy", k.BEST_EFFORT_FIFO),
+                        float(spec.get("fairSharing_weight", 1)))
+    return cq, spec.get("cohort")
+
+
+def _tree(case: Mapping, shared: Mapping, where: str) -> k.Tree:
+    cqs, parents = [], {}
+    for name in case.get("cluster_queues") or []:
+        if name not in shared:
+            raise SpecError(f"{where}.cluster_queues", f"no shared ClusterQueue named {name!r}")
+        cq, parents[name] = _cluster_queue(name, shared[name])
+        cqs.append(cq)
+    for spec in case.get("cluster_queues_inline") or []:
+        cq, parents[spec["name"]] = _cluster_queue(spec["name"], spec)
+        cqs.append(cq)
+    return k.Tree(cqs, [], parents)
+
+
+def _priority(value: Any) -> int:
+    return NAMED_PRIORITY[value] if isinstance(value, str) else int(value or 0)
+
+
+def _admitted(entries: Any, where: str) -> list[k.Workload]:
+    """Admitted workloads: a list of mappings, or the short form ``a1..a3 in a, c1 in c; each 1 cpu``."""
+    if isinstance(entries, str):
+        names, _, rest = entries.partition(";")
+        cpu = re.search(r"each ([\d.]+) cpu", rest)
+        prio = re.search(r"priority (-?\d+)", rest)
+        out = []
+        for part in names.split(","):
+            m = _RANGE.match(part.strip())
+            if not m:
+                raise SpecError(f"{where}.admitted", f"cannot read {part.strip()!r}")
+            prefix, first, last, cq = m.group(1), int(m.group(2)), int(m.group(3) or m.group(2)), m.group(4)
+            for i in range(first, last + 1):
+                out.append({"name": f"{prefix}{i}", "cq": cq, "priority": int(prio.group(1)) if prio else 0,
+                            "requests": {"cpu": float(cpu.group(1)) if cpu else 1}, "flavor": "default"})
+        entries = out
+    workloads = []
+    for e in entries or []:
+        requests = {r: _quantity(r, v) for r, v in e["requests"].items()}
+        wl = k.Workload(e["name"], e["cq"], [k.PodSet("main", 1, requests)], _priority(e.get("priority")),
+                        float(e.get("created_at", 0)), admitted_at=float(e.get("admitted_at", 0)))
+        wl.usage = {(e["flavor"], r): v for r, v in requests.items()}
+        wl.flavors, wl.counts = [{r: e["flavor"] for r in requests}], [1]
+        workloads.append(wl)
+    return workloads
+
+
+def _compare(got: Mapping, want: Mapping, what: str) -> list[str]:
+    return [] if dict(got) == dict(want) else [(f"{what} {dict(sorted(got.items()))} != expected "
+                                               f"{dict(sorted(want.items()))}")]
+
+
+def _run_preemption(case: Mapping, tree: k.Tree, fair: bool) -> list[str]:
+    inc = case["incoming"]
+    requests = {r: _quantity(r, v) for r, v in inc["requests"].items()}
+    wl = k.Workload("incoming", inc["cq"], [k.PodSet("main", 1, requests)], _priority(inc.get("priority")),
+                    float(inc.get("created_at", 0)), uid="wl-in")
+    flavors = inc.get("preempt_on") or {}
+    usage = {(flavors[r], r): v for r, v in requests.items()}
+    need = {fr: v for fr, v in usage.items()}
+    targets = k.get_targets(tree, wl, need, usage, fair)
+    got = {t.workload.name: t.reason for t in targets}
+    return _compare(got, case["expect"].get("preempted") or {}, "preempted")
+
+
+def _run_scheduler(case: Mapping, tree: k.Tree, fair: bool) -> list[str]:
+    pending = []
+    for i, p in enumerate(case.get("pending") or []):
+        podsets = [k.PodSet(ps["name"], int(ps["count"]), {r: _quantity(r, v) for r, v in ps["per_pod"].items()},
+                            ps.get("min_count")) for ps in p["podsets"]]
+        pending.append(k.Workload(p["name"], p["cq"], podsets, _priority(p.get("priority")),
+                                  float(p.get("created_at", i))))
+    heads: dict[str, k.Workload] = {}
+    for wl in sorted(pending, key=k.queue_order_key):
+        heads.setdefault(wl.cq, wl)
+    entries = k.schedule(tree, list(heads.values()), fair=fair)
+    expect = case["expect"]
+    admitted = {e.workload.name: {"cq": e.workload.cq, "flavor": dict(e.workload.flavors[0]),
+                                  "count": sum(e.workload.counts)} for e in entries if e.status == "admitted"}
+    diffs = _compare(admitted, expect.get("admitted") or {}, "admitted")
+    by_name = {e.workload.name: e for e in entries}
+    for name, want in (expect.get("pending") or {}).items():
+        e = by_name.get(name)
+        if e is None or e.status == "admitted":
+            diffs.append(f"pending {name}: not pending")
+            continue
+        got = {"QuotaReserved": False, "reason": e.reason, "message": e.message}
+        diffs += _compare(got, {key: want[key] for key in got if key in want}, f"pending {name}")
+    return diffs
+
+
+def _run_queue(case: Mapping) -> list[str]:
+    diffs = []
+    for i, sub in enumerate(case.get("subcases") or []):
+        mode = sub.get("ordering_timestamp", "Eviction")
+        workloads = []
+        for name in ("w1", "w2"):
+            w = sub[name]
+            wl = k.Workload(name, "cq", [], _priority(w.get("priority")), _time(w.get("created")))
+            wl.evicted_by, wl.evicted_at = w.get("evicted_by"), _time(w.get("evicted_at"))
+            workloads.append(wl)
+        got = min(workloads, key=lambda wl: k.queue_order_key(wl, mode)).name
+        if got != sub["expect_pop"]:
+            diffs.append(f"subcases[{i}]: pop {got} != expected {sub['expect_pop']}")
+    return diffs
+
+
+def _time(value: Any) -> float:
+    """``t1``, ``t2``, ... are one second apart."""
+    return float(str(value)[1:]) if value is not None else 0.0
+
+
+def run_case(case: Mapping, shared: Mapping, where: str) -> CaseResult:
+    case_id = str(case.get("id") or where)
+    reason = skip_reason(case)
+    if reason:
+        return CaseResult(case_id, passed=False, skipped=True, reason=reason)
+    level = case.get("level")
+    try:
+        if level == "queue":
+            diffs = _run_queue(case)
+        else:
+            tree = _tree(case, shared, where)
+            for wl in _admitted(case.get("admitted"), where):
+                tree.add(wl)
+            fair = case.get("mode") == "fair_sharing"
+            if level == "preemption":
+                diffs = _run_preemption(case, tree, fair)
+            elif level == "scheduler":
+                diffs = _run_scheduler(case, tree, fair)
+            else:
+                raise SpecError(f"{where}.level", f"unknown level {level!r} (preemption, scheduler, queue)")
+    except (KeyError, TypeError, ValueError) as err:
+        raise SpecError(where, f"malformed case: {err!r}") from None
+    return CaseResult(case_id, passed=not diffs, reason="; ".join(diffs))
+
+
+def run_cases(data: Mapping) -> list[CaseResult]:
+    """Run every case of a Kueue case file (its YAML data)."""
+    shared = data.get("shared_cluster_queues") or {}
+    return [run_case(case, shared, f"cases[{i}]") for i, case in enumerate(data["cases"])]

@@ -1,0 +1,800 @@
+"""Kueue's admission engine: quota tree, flavor assignment, preemption, fair sharing, admission cycle.
+
+Each piece follows the Kueue source it names (kubernetes-sigs/kueue, ``pkg/``):
+
+- quota accounting on the cohort tree: ``cache/scheduler/resource_node.go`` (:class:`QuotaNode`);
+- flavor assignment: ``scheduler/flavorassigner/flavorassigner.go`` and ``podset_reducer.go``
+  (:func:`assign_flavors`, partial admission);
+- preemption: ``scheduler/preemption/preemption.go``, ``classical/hierarchical_preemption.go``,
+  ``classical/candidate_generator.go``, ``common/ordering.go`` (:func:`get_targets`);
+- fair sharing: ``cache/scheduler/fair_sharing.go`` (:meth:`QuotaNode.dominant_resource_share`) and
+  ``preemption/fairsharing/strategy.go``;
+- the ClusterQueue heap and the admission cycle: ``cache/queue/cluster_queue.go`` and
+  ``scheduler/scheduler.go`` (:func:`queue_order_key`, :func:`schedule`).
+
+Quantities are in base units (cores, bytes, counts); a flavor-resource is ``(flavor, resource)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+FR = tuple[str, str]
+"""A flavor-resource: ``(flavor, resource)``."""
+
+NO_FIT, PREEMPT, FIT = 0, 1, 2
+"""Flavor assignment modes (``flavorassigner.FlavorAssignmentMode``), worst first."""
+
+NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL, ANY = "Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"
+STRICT_FIFO, BEST_EFFORT_FIFO = "StrictFIFO", "BestEffortFIFO"
+IN_CLUSTER_QUEUE = "InClusterQueue"
+IN_COHORT_RECLAMATION = "InCohortReclamation"
+IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+HUMAN_READABLE_REASONS = {
+    IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE = "LessThanOrEqualToFinalShare", "LessThanInitialShare"
+DEFAULT_STRATEGIES = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
+WAITING_FOR_QUOTA = "WaitingForQuota"
+NO_LONGER_FITS = "Workload no longer fits after processing another workload"
+
+
+# ------------------------------------------------------------------------------------------ objects
+
+
+@dataclass(frozen=True)
+class Quota:
+    """``ResourceQuota``: nominalQuota, borrowingLimit and lendingLimit (None = unset)."""
+
+    nominal: float = 0.0
+    borrowing_limit: float | None = None
+    lending_limit: float | None = None
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    """``ResourceGroup``: coveredResources and the flavors tried, in order."""
+
+    covered: tuple[str, ...]
+    flavors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """``ClusterQueuePreemption``; ``borrow_within_cohort`` is the policy of borrowWithinCohort."""
+
+    within_cluster_queue: str = NEVER
+    reclaim_within_cohort: str = NEVER
+    borrow_within_cohort: str = NEVER
+    max_priority_threshold: int | None = None
+
+
+@dataclass(eq=False)
+class PodSet:
+    """A podset of a Workload: ``count`` pods of ``requests`` each; ``min_count`` for partial admission."""
+
+    name: str
+    count: int
+    requests: dict[str, float]
+    min_count: int | None = None
+
+
+@dataclass(eq=False)
+class Workload:
+    """A Kueue Workload. ``usage`` and ``flavors`` hold its admission (status.admission) once admitted.
+
+    ``evicted_at`` and ``evicted_by`` record the last eviction (for the queue-order timestamp).
+    """
+
+    name: str
+    cq: str
+    podsets: list[PodSet]
+    priority: int = 0
+    created: float = 0.0
+    uid: str = ""
+    admitted_at: float | None = None
+    usage: dict[FR, float] = field(default_factory=dict)
+    flavors: list[dict[str, str]] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    evicted: bool = False
+    evicted_at: float | None = None
+    evicted_by: str | None = None
+
+    def __post_init__(self) -> None:
+        self.uid = self.uid or self.name
+
+
+class QuotaNode:
+    """A node of the cohort tree, a ClusterQueue or a Cohort (``resource_node.go``)."""
+
+    def __init__(self, name: str, quotas: dict[FR, Quota] | None = None, weight: float = 1.0):
+        self.name = name
+        self.quotas: dict[FR, Quota] = dict(quotas or {})
+        self.weight = weight
+        self.parent: Cohort | None = None
+
+    def path(self) -> str:
+        """``/root/.../name``, as in the Preempted condition's preemptor and preemptee paths."""
+        return (self.parent.path() if self.parent else "") + "/" + self.name
+
+    def ancestors(self) -> Iterator[Cohort]:
+        """``PathParentToRoot``."""
+        node = self.parent
+        while node is not None:
+            yield node
+            node = node.parent
+
+    def root(self) -> QuotaNode:
+        return self if self.parent is None else self.parent.root()
+
+    def usage(self, fr: FR) -> float:
+        raise NotImplementedError
+
+    def subtree_quota(self, fr: FR) -> float:
+        q = self.quotas.get(fr)
+        return q.nominal if q else 0.0
+
+    def local_quota(self, fr: FR) -> float:
+        """The part of the subtree quota the parent never sees (``nominal - lendingLimit``)."""
+        q = self.quotas.get(fr)
+        if q is None or q.lending_limit is None:
+            return 0.0
+        return max(0.0, self.subtree_quota(fr) - q.lending_limit)
+
+    def local_available(self, fr: FR) -> float:
+        return max(0.0, self.local_quota(fr) - self.usage(fr))
+
+    def available(self, fr: FR) -> float:
+        """What this node can still use of ``fr``, borrowing from its ancestors within limits."""
+        if self.parent is None:
+            return max(0.0, self.subtree_quota(fr) - self.usage(fr))
+        local = self.local_quota(fr)
+        parent_available = self.parent.available(fr)
+        q = self.quotas.get(fr)
+        if q is not None and q.borrowing_limit is not None:
+            stored = self.subtree_quota(fr) - local
+            used = max(0.0, self.usage(fr) - local)
+            parent_available = max(0.0, min(parent_available, stored - used + q.borrowing_limit))
+        return self.local_available(fr) + parent_available
+
+    def potential_available(self, fr: FR) -> float:
+        """The capacity of ``fr`` with every usage at zero."""
+        if self.parent is None:
+            return self.subtree_quota(fr)
+        value = self.local_quota(fr) + self.parent.potential_available(fr)
+        q = self.quotas.get(fr)
+        if q is not None and q.borrowing_limit is not None:
+            value = min(value, self.subtree_quota(fr) + q.borrowing_limit)
+        return value
+
+    def borrowing_with(self, fr: FR, value: float) -> bool:
+        return self.usage(fr) + value > self.subtree_quota(fr)
+
+    def within_nominal(self, frs: Iterable[FR]) -> bool:
+        """``IsWithinNominalInResources``."""
+        return all(not self.borrowing_with(fr, 0.0) for fr in frs)
+
+    def fits_in_quota(self, requests: dict[FR, float]) -> tuple[bool, dict[FR, float]]:
+        """``QuantitiesFitInQuota``: whether the requests fit the subtree quota, and what is left over."""
+        remaining = {fr: max(0.0, self.usage(fr) + v - self.subtree_quota(fr)) for fr, v in requests.items()}
+        return all(v == 0 for v in remaining.values()), remaining
+
+    def dominant_resource_share(self, add: dict[FR, float] | None = None, remove: dict[FR, float] | None = None
+                                ) -> float:
+        """DRS (``fair_sharing.go``): max over resources of borrowed * 1000 / lendable, over the weight."""
+        if self.parent is None:
+            return 0.0
+        add, remove = add or {}, remove or {}
+        borrowed: dict[str, float] = {}
+        lendable: dict[str, float] = {}
+        for fr in set(self.quotas) | set(add) | set(remove):
+            extra = add.get(fr, 0.0) - remove.get(fr, 0.0)
+            borrowed[fr[1]] = borrowed.get(fr[1], 0.0) + max(0.0, self.usage(fr) + extra - self.subtree_quota(fr))
+            lendable[fr[1]] = lendable.get(fr[1], 0.0) + self.parent.potential_available(fr)
+        ratio = max((math.floor(borrowed[r] * 1000 / lendable[r] + 1e-9) for r in borrowed if lendable[r] > 0),
+                    default=0)
+        if ratio == 0:
+            return 0.0
+        return math.inf if self.weight == 0 else float(math.floor(ratio / self.weight + 1e-9))
+
+
+class Cohort(QuotaNode):
+    """A Cohort: its own quota (resourceGroups) plus what its children lend to it."""
+
+    def __init__(self, name: str, quotas: dict[FR, Quota] | None = None, weight: float = 1.0):
+        super().__init__(name, quotas, weight)
+        self.children: list[QuotaNode] = []
+
+    def subtree_quota(self, fr: FR) -> float:
+        own = super().subtree_quota(fr)
+        return own + sum(c.subtree_quota(fr) - c.local_quota(fr) for c in self.children)
+
+    def usage(self, fr: FR) -> float:
+        return sum(max(0.0, c.usage(fr) - c.local_quota(fr)) for c in self.children)
+
+    def cluster_queues(self) -> Iterator[ClusterQueue]:
+        for child in self.children:
+            if isinstance(child, Cohort):
+                yield from child.cluster_queues()
+            else:
+                yield child  # type: ignore[misc]
+
+    def height(self) -> int:
+        """``getNodeHeight``: the distance to the furthest leaf."""
+        return max([min(len(self.children), 1)] + [c.height() + 1 for c in self.children if isinstance(c, Cohort)])
+
+
+class ClusterQueue(QuotaNode):
+    """A ClusterQueue with its admitted workloads and their usage."""
+
+    def __init__(self, name: str, resource_groups: list[ResourceGroup], quotas: dict[FR, Quota],
+                 preemption: Preemption = Preemption(), queueing_strategy: str = BEST_EFFORT_FIFO,
+                 weight: float = 1.0):
+        super().__init__(name, quotas, weight)
+        self.resource_groups = resource_groups
+        self.preemption = preemption
+        self.queueing_strategy = queueing_strategy
+        self.workloads: dict[str, Workload] = {}
+        self._usage: dict[FR, float] = {}
+
+    def usage(self, fr: FR) -> float:
+        return self._usage.get(fr, 0.0)
+
+    def add_workload(self, wl: Workload) -> None:
+        self.workloads[wl.uid] = wl
+        for fr, v in wl.usage.items():
+            self._usage[fr] = self._usage.get(fr, 0.0) + v
+
+    def remove_workload(self, wl: Workload) -> None:
+        del self.workloads[wl.uid]
+        for fr, v in wl.usage.items():
+            self._usage[fr] = self._usage.get(fr, 0.0) - v
+
+    def group_of(self, resource: str) -> ResourceGroup | None:
+        return next((g for g in self.resource_groups if resource in g.covered), None)
+
+
+class Tree:
+    """The cache snapshot: ClusterQueues and Cohorts linked by ``cohort`` / ``parent`` names."""
+
+    def __init__(self, cluster_queues: list[ClusterQueue], cohorts: list[Cohort],
+                 parents: dict[str, str | None]):
+        self.cqs = {cq.name: cq for cq in cluster_queues}
+        self.cohorts = {c.name: c for c in cohorts}
+        for node in [*cluster_queues, *cohorts]:
+            parent = parents.get(node.name)
+            if parent is not None:
+                if parent not in self.cohorts:
+                    self.cohorts[parent] = Cohort(parent)
+                node.parent = self.cohorts[parent]
+                node.parent.children.append(node)
+
+    def add(self, wl: Workload) -> None:
+        self.cqs[wl.cq].add_workload(wl)
+
+    def remove(self, wl: Workload) -> None:
+        self.cqs[wl.cq].remove_workload(wl)
+
+    def members(self, cq: ClusterQueue) -> list[ClusterQueue]:
+        """Every ClusterQueue in the cohort tree of ``cq``."""
+        root = cq.root()
+        return list(root.cluster_queues()) if isinstance(root, Cohort) else [cq]
+
+
+# ------------------------------------------------------------------------------- flavor assignment
+
+
+def format_quantity(resource: str, value: float) -> str:
+    """``resources.ResourceQuantityString``: cpu as cores or millicores, memory in binary units."""
+    if resource == "memory":
+        for suffix, scale in (("Ti", 2.0**40), ("Gi", 2.0**30), ("Mi", 2.0**20), ("Ki", 2.0**10)):
+            if value >= scale and float(value / scale).is_integer():
+                return f"{int(value / scale)}{suffix}"
+        return f"{value:g}"
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{round(value * 1000)}m"
+
+
+@dataclass
+class Assignment:
+    """The flavor assignment of a workload (``flavorassigner.Assignment``)."""
+
+    mode: int
+    flavors: list[dict[str, str]]
+    counts: list[int]
+    usage: dict[FR, float]
+    borrowing: int = 0
+    message: str = ""
+
+    def preempt_frs(self, cq: ClusterQueue) -> dict[FR, float]:
+        """The flavor-resources that need preemption, with the workload's request on them."""
+        return {fr: v for fr, v in self.usage.items() if v > cq.available(fr)}
+
+
+def _fits_resource_quota(cq: ClusterQueue, fr: FR, value: float, request: float, fair: bool
+                         ) -> tuple[int, int, str]:
+    """``fitsResourceQuota``: (mode, borrowing height, status message)."""
+    available, capacity = cq.available(fr), cq.potential_available(fr)
+    resource, flavor = fr[1], fr[0]
+    if value > capacity:
+        return NO_FIT, 0, (f"insufficient quota for {resource} in flavor {flavor}, previously considered podsets "
+                           f"requests ({format_quantity(resource, value - request)}) + current podset request "
+                           f"({format_quantity(resource, request)}) > maximum capacity "
+                           f"({format_quantity(resource, capacity)})")
+    borrow, may_reclaim = _lowest_subtree_that_fits(cq, fr, value)
+    if value <= available:
+        return FIT, borrow, ""
+    message = (f"insufficient unused quota for {resource} in flavor {flavor}, "
+               f"{format_quantity(resource, value - available)} more needed")
+    p = cq.preemption
+    while_borrowing = p.borrow_within_cohort != NEVER or (fair and p.reclaim_within_cohort != NEVER)
+    if value <= cq.subtree_quota(fr) or may_reclaim or while_borrowing:
+        return PREEMPT, borrow, message
+    return NO_FIT, borrow, message
+
+
+def _lowest_subtree_that_fits(cq: ClusterQueue, fr: FR, value: float) -> tuple[int, bool]:
+    """``FindHeightOfLowestSubtreeThatFits``: (height, whether the subtree is below the root)."""
+    if not (cq.borrowing_with(fr, value) and cq.parent is not None):
+        return 0, cq.parent is not None
+    remaining = value - cq.local_available(fr)
+    node: Cohort | None = None
+    for node in cq.ancestors():
+        if not node.borrowing_with(fr, remaining):
+            return node.height(), node.parent is not None
+        remaining -= node.local_available(fr)
+    assert node is not None
+    return node.height(), node.parent is not None
+
+
+def _assign_counts(cq: ClusterQueue, wl: Workload, counts: list[int], fair: bool) -> Assignment:
+    """Assign a flavor per resource group to each podset with the given pod counts."""
+    usage: dict[FR, float] = {}
+    flavors: list[dict[str, str]] = []
+    worst, borrowing = FIT, 0
+    for ps, count in zip(wl.podsets, counts):
+        chosen: dict[str, str] = {}
+        requested = [r for r, v in ps.requests.items() if v > 0]
+        for r in requested:
+            if cq.group_of(r) is None:
+                return Assignment(NO_FIT, [], counts, {}, message=(
+                    f"couldn't assign flavors to pod set {ps.name}: resource {r} unavailable in ClusterQueue"))
+        groups = []
+        for r in requested:
+            g = cq.group_of(r)
+            if g not in groups:
+                groups.append(g)
+        for g in groups:
+            best: tuple[int, int, str] | None = None
+            reasons: list[str] = []
+            for flavor in g.flavors:
+                mode, borrow, msgs = FIT, 0, []
+                for r in (r for r in requested if r in g.covered):
+                    request = ps.requests[r] * count
+                    fr = (flavor, r)
+                    m, b, msg = _fits_resource_quota(cq, fr, usage.get(fr, 0.0) + request, request, fair)
+                    mode, borrow = min(mode, m), max(borrow, b)
+                    if msg:
+                        msgs.append(msg)
+                reasons.extend(msgs)
+                if best is None or (mode, -borrow) > (best[0], -best[1]):
+                    best = (mode, borrow, flavor)
+                if mode == FIT:  # whenCanBorrow: MayStopSearch
+                    break
+            assert best is not None
+            mode, borrow, flavor = best
+            if mode == NO_FIT:
+                return Assignment(NO_FIT, [], counts, {}, message=(
+                    f"couldn't assign flavors to pod set {ps.name}: {', '.join(reasons)}"))
+            worst, borrowing = min(worst, mode), max(borrowing, borrow)
+            for r in (r for r in requested if r in g.covered):
+                chosen[r] = flavor
+                usage[(flavor, r)] = usage.get((flavor, r), 0.0) + ps.requests[r] * count
+            if mode == PREEMPT:
+                message = f"couldn't assign flavors to pod set {ps.name}: {', '.join(reasons)}"
+        flavors.append(chosen)
+    return Assignment(worst, flavors, counts, usage, borrowing, message if worst == PREEMPT else "")
+
+
+def assign_flavors(tree: Tree, wl: Workload, fair: bool = False, strategies=DEFAULT_STRATEGIES
+                   ) -> tuple[Assignment, list[Target]]:
+    """Flavor assignment with the preemption targets it needs; partial admission (``podset_reducer.go``)
+    searches smaller counts when the full counts give neither Fit nor Preempt with targets."""
+    cq = tree.cqs[wl.cq]
+
+    def attempt(counts: list[int]) -> tuple[Assignment, list[Target]]:
+        a = _assign_counts(cq, wl, counts, fair)
+        targets = get_targets(tree, wl, a.preempt_frs(cq), a.usage, fair, strategies) \
+            if a.mode == PREEMPT else []
+        return a, targets
+
+    full = [ps.count for ps in wl.podsets]
+    first = attempt(full)
+    if first[0].mode == FIT or first[1]:
+        return first
+    deltas = [ps.count - (ps.min_count if ps.min_count is not None else ps.count) for ps in wl.podsets]
+    total = sum(deltas)
+    if total == 0:
+        return first
+    lo, hi, found = 1, total, None
+    while lo <= hi:  # sort.Search over k: the smallest reduction that fits
+        k = (lo + hi) // 2
+        got = attempt([ps.count - (d * k) // total for ps, d in zip(wl.podsets, deltas)])
+        if got[0].mode == FIT or got[1]:
+            found, hi = got, k - 1
+        else:
+            lo = k + 1
+    return found or first
+
+
+# -------------------------------------------------------------------------------------- preemption
+
+
+@dataclass(frozen=True)
+class Target:
+    """A workload to preempt and its Preempted condition reason."""
+
+    workload: Workload
+    reason: str
+
+
+def queue_order_timestamp(wl: Workload, requeuing_timestamp: str = "Eviction") -> float:
+    """``GetQueueOrderTimestamp``: the eviction time after a PodsReady timeout (timestamp=Eviction)."""
+    if wl.evicted_by == "PodsReadyTimeout" and requeuing_timestamp == "Eviction" and wl.evicted_at is not None:
+        return wl.evicted_at
+    return wl.created
+
+
+def candidates_ordering(wl: Workload, preemptor_cq: str) -> tuple:
+    """``CandidatesOrdering``: evicted first, other CQs first, lower priority, newest admission, UID."""
+    admitted = wl.admitted_at if wl.admitted_at is not None else 0.0
+    return (not wl.evicted, wl.cq == preemptor_cq, wl.priority, -admitted, wl.uid)
+
+
+def _policy_allows(policy: str, preemptor: Workload, candidate: Workload) -> bool:
+    """``common/preemption_policy.go``."""
+    if policy == ANY:
+        return True
+    if policy == LOWER_PRIORITY:
+        return preemptor.priority > candidate.priority
+    if policy == LOWER_OR_NEWER_EQUAL:
+        return preemptor.priority > candidate.priority or (
+            preemptor.priority == candidate.priority
+            and queue_order_timestamp(preemptor) < queue_order_timestamp(candidate))
+    return False
+
+
+def _uses(wl: Workload, frs: Iterable[FR]) -> bool:
+    return any(fr in wl.usage for fr in frs)
+
+
+def workload_fits(cq: ClusterQueue, requests: dict[FR, float], allow_borrowing: bool) -> bool:
+    """``workloadFits``."""
+    for fr, v in requests.items():
+        if not allow_borrowing and cq.borrowing_with(fr, v):
+            return False
+        if v > cq.available(fr) + 1e-9:
+            return False
+    return True
+
+
+WITHIN_CQ, HIERARCHICAL_RECLAIM, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = range(1, 5)
+_VARIANT_REASON = {WITHIN_CQ: IN_CLUSTER_QUEUE, HIERARCHICAL_RECLAIM: IN_COHORT_RECLAMATION,
+                   RECLAIM_WITHOUT_BORROWING: IN_COHORT_RECLAMATION,
+                   RECLAIM_WHILE_BORROWING: IN_COHORT_RECLAIM_WHILE_BORROWING}
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    wl: Workload
+    lca: Cohort | None
+    variant: int
+
+
+def _classify(cq: ClusterQueue, preemptor: Workload, wl: Workload, frs: set[FR], advantage: bool) -> int:
+    """``classifyPreemptionVariant``; 0 means the candidate cannot be preempted."""
+    if not _uses(wl, frs):
+        return 0
+    same = wl.cq == cq.name
+    policy = cq.preemption.within_cluster_queue if same else cq.preemption.reclaim_within_cohort
+    if not _policy_allows(policy, preemptor, wl):
+        return 0
+    if same:
+        return WITHIN_CQ
+    if advantage:
+        return HIERARCHICAL_RECLAIM
+    p = cq.preemption
+    if p.borrow_within_cohort == NEVER:
+        return RECLAIM_WITHOUT_BORROWING
+    if wl.priority >= preemptor.priority or (
+            p.max_priority_threshold is not None and wl.priority > p.max_priority_threshold):
+        return RECLAIM_WITHOUT_BORROWING
+    return RECLAIM_WHILE_BORROWING
+
+
+def _from_cq(other: ClusterQueue, lca: Cohort | None, cq: ClusterQueue, preemptor: Workload, frs: set[FR],
+             advantage: bool) -> list[_Candidate]:
+    out = []
+    for wl in other.workloads.values():
+        variant = _classify(cq, preemptor, wl, frs, advantage)
+        if variant:
+            out.append(_Candidate(wl, lca, variant))
+    return out
+
+
+def _collect_in_subtree(cohort: Cohort, subtree_root: Cohort, skip: QuotaNode | None, cq: ClusterQueue,
+                        preemptor: Workload, frs: set[FR], advantage: bool, out: list[_Candidate]) -> None:
+    """``collectCandidatesInSubtree``: candidates in the subtrees that exceed their quota."""
+    for child in cohort.children:
+        if child is skip or child is cq or child.within_nominal(frs):
+            continue
+        if isinstance(child, Cohort):
+            _collect_in_subtree(child, subtree_root, skip, cq, preemptor, frs, advantage, out)
+        else:
+            out.extend(_from_cq(child, subtree_root, cq, preemptor, frs, advantage))  # type: ignore[arg-type]
+
+
+def _classical_targets(tree: Tree, wl: Workload, cq: ClusterQueue, frs: set[FR], requests: dict[FR, float]
+                       ) -> list[Target]:
+    """``classicalPreemptions``: candidates, attempt order, greedy removal then fill-back."""
+    same = _from_cq(cq, None, cq, wl, frs, False) if cq.preemption.within_cluster_queue != NEVER else []
+    hierarchy: list[_Candidate] = []
+    priority: list[_Candidate] = []
+    if cq.parent is not None and cq.preemption.reclaim_within_cohort != NEVER:
+        wanted = {fr: v for fr, v in requests.items() if fr in frs}
+        advantage, remaining = cq.fits_in_quota(wanted)
+        previous: QuotaNode | None = None
+        for node in cq.ancestors():
+            _collect_in_subtree(node, node, previous, cq, wl, frs, advantage,
+                                hierarchy if advantage else priority)
+            fits, remaining = node.fits_in_quota(remaining)
+            advantage = advantage or fits
+            previous = node
+    lists = [sorted(x, key=lambda c: candidates_ordering(c.wl, cq.name)) for x in (hierarchy, priority, same)]
+    ordered = [c for x in lists for c in x if c.wl.evicted] + [c for x in lists for c in x if not c.wl.evicted]
+    forbidden = cq.preemption.borrow_within_cohort == NEVER
+    under_nominal = all(cq.usage(fr) < cq.subtree_quota(fr) for fr in frs)
+    if not (hierarchy or priority) or (forbidden and not under_nominal):
+        attempts = [True]
+    elif forbidden and not hierarchy:
+        attempts = [False, True]
+    else:
+        attempts = [True, False]
+    for allow_borrowing in attempts:
+        targets = _minimal(tree, cq, frs, requests, ordered, allow_borrowing)
+        if targets:
+            return targets
+    return []
+
+
+def _valid(c: _Candidate, tree: Tree, cq: ClusterQueue, frs: set[FR], allow_borrowing: bool) -> bool:
+    """``candidateIsValid``: a cross-CQ candidate's CQ and its ancestors below the LCA still borrow."""
+    if c.wl.cq == cq.name:
+        return True
+    if allow_borrowing and c.variant == RECLAIM_WITHOUT_BORROWING:
+        return False
+    other = tree.cqs[c.wl.cq]
+    if other.within_nominal(frs):
+        return False
+    for node in other.ancestors():
+        if node is c.lca:
+            break
+        if node.within_nominal(frs):
+            return False
+    return True
+
+
+def _minimal(tree: Tree, cq: ClusterQueue, frs: set[FR], requests: dict[FR, float], candidates: list[_Candidate],
+             allow_borrowing: bool) -> list[Target]:
+    targets: list[Target] = []
+    fits = False
+    for c in candidates:
+        if not _valid(c, tree, cq, frs, allow_borrowing):
+            continue
+        tree.remove(c.wl)
+        targets.append(Target(c.wl, _VARIANT_REASON[c.variant]))
+        if workload_fits(cq, requests, allow_borrowing):
+            fits = True
+            break
+    if fits:
+        targets = _fill_back(tree, cq, requests, targets, allow_borrowing)
+    for t in targets:
+        tree.add(t.workload)
+    return targets if fits else []
+
+
+def _fill_back(tree: Tree, cq: ClusterQueue, requests: dict[FR, float], targets: list[Target],
+               allow_borrowing: bool) -> list[Target]:
+    """``fillBackWorkloads``: in reverse order, put back every target but the last that is not needed."""
+    for i in range(len(targets) - 2, -1, -1):
+        tree.add(targets[i].workload)
+        if workload_fits(cq, requests, allow_borrowing):
+            targets.pop(i)
+        else:
+            tree.remove(targets[i].workload)
+    return targets
+
+
+def _fair_targets(tree: Tree, wl: Workload, cq: ClusterQueue, frs: set[FR], requests: dict[FR, float],
+                  strategies: tuple[str, ...]) -> list[Target]:
+    """``fairPreemptions``: preempt from the CQ with the highest DRS while the strategy allows it."""
+    candidates: list[Workload] = []
+    if cq.preemption.within_cluster_queue != NEVER:
+        candidates += [w for w in cq.workloads.values()
+                       if _uses(w, frs) and _policy_allows(cq.preemption.within_cluster_queue, wl, w)]
+    if cq.parent is not None and cq.preemption.reclaim_within_cohort != NEVER:
+        for other in tree.members(cq):
+            if other is cq or other.within_nominal(frs):
+                continue
+            candidates += [w for w in other.workloads.values()
+                           if _uses(w, frs) and _policy_allows(cq.preemption.reclaim_within_cohort, wl, w)]
+    candidates.sort(key=lambda w: candidates_ordering(w, cq.name))
+    p = cq.preemption
+    threshold: int | None = None
+    if p.borrow_within_cohort != NEVER:
+        threshold = wl.priority
+        if p.max_priority_threshold is not None and p.max_priority_threshold < threshold:
+            threshold = p.max_priority_threshold + 1
+
+    def rule(name: str, preemptor_new: float, target_old: float, target_new: float) -> bool:
+        if name == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
+            return preemptor_new <= target_new
+        return preemptor_new < target_old
+
+    def by_cq(workloads: list[Workload]) -> dict[str, list[Workload]]:
+        groups: dict[str, list[Workload]] = {}
+        for w in workloads:
+            groups.setdefault(w.cq, []).append(w)
+        return groups
+
+    def pop_highest(groups: dict[str, list[Workload]]) -> str:
+        return max(groups, key=lambda name: (tree.cqs[name].dominant_resource_share(),
+                                             _neg(candidates_ordering(groups[name][0], cq.name))))
+
+    targets: list[Target] = []
+    fits = False
+    retry: list[Workload] = []
+    groups = by_cq(candidates)
+    while groups and not fits:
+        name = pop_highest(groups)
+        queue = groups.pop(name)
+        other = tree.cqs[name]
+        if other is cq:
+            tree.remove(queue[0])
+            targets.append(Target(queue[0], IN_CLUSTER_QUEUE))
+            fits = workload_fits(cq, requests, True)
+            if queue[1:]:
+                groups[name] = queue[1:]
+            continue
+        within_nominal = all(not cq.borrowing_with(fr, v) for fr, v in requests.items())
+        preemptor_new = cq.dominant_resource_share(add=requests)
+        old = other.dominant_resource_share()
+        for i, cand in enumerate(queue):
+            below = threshold is not None and cand.priority < threshold
+            new = other.dominant_resource_share(remove=cand.usage)
+            allowed = rule(strategies[0], preemptor_new, old, new)
+            if within_nominal or below or allowed:
+                tree.remove(cand)
+                reason = IN_COHORT_RECLAMATION if within_nominal else (
+                    IN_COHORT_FAIR_SHARING if allowed else IN_COHORT_RECLAIM_WHILE_BORROWING)
+                targets.append(Target(cand, reason))
+                fits = workload_fits(cq, requests, True)
+                if not fits and queue[i + 1:] and not other.within_nominal(frs):
+                    groups[name] = queue[i + 1:]
+                break
+            retry.append(cand)
+    if not fits and len(strategies) > 1:
+        firsts = {name: ws[:1] for name, ws in by_cq(retry).items()}
+        while firsts and not fits:
+            name = pop_highest(firsts)
+            cand = firsts.pop(name)[0]
+            if rule(strategies[1], cq.dominant_resource_share(add=requests),
+                    tree.cqs[name].dominant_resource_share(), 0.0):
+                tree.remove(cand)
+                targets.append(Target(cand, IN_COHORT_FAIR_SHARING))
+                fits = workload_fits(cq, requests, True)
+    if fits:
+        targets = _fill_back(tree, cq, requests, targets, True)
+    for t in targets:
+        tree.add(t.workload)
+    return targets if fits else []
+
+
+def _neg(key: tuple) -> tuple:
+    """Reverse a candidate-ordering key so that ``max`` picks the first candidate on DRS ties."""
+    return tuple(-x if isinstance(x, (int, float)) else tuple(-ord(ch) for ch in x) for x in key)
+
+
+def get_targets(tree: Tree, wl: Workload, need: dict[FR, float], requests: dict[FR, float], fair: bool = False,
+                strategies: tuple[str, ...] = DEFAULT_STRATEGIES) -> list[Target]:
+    """``Preemptor.GetTargets``: the workloads to preempt so that ``requests`` fits, given the
+    flavor-resources in ``need`` that need preemption; empty when no set of candidates suffices."""
+    cq = tree.cqs[wl.cq]
+    frs = set(need)
+    if not frs:
+        return []
+    if fair:
+        return _fair_targets(tree, wl, cq, frs, requests, strategies)
+    return _classical_targets(tree, wl, cq, frs, requests)
+
+
+def preempted_message(preemptor: Workload, target: Target, tree: Tree) -> str:
+    """The Preempted condition's message (``preemption.go`` IssuePreemptions)."""
+    return (f"Preempted to accommodate a workload (UID: {preemptor.uid}) due to "
+            f"{HUMAN_READABLE_REASONS[target.reason]}; preemptor path: {tree.cqs[preemptor.cq].path()}; "
+            f"preemptee path: {tree.cqs[target.workload.cq].path()}")
+
+
+# --------------------------------------------------------------------------------- admission cycle
+
+
+def queue_order_key(wl: Workload, requeuing_timestamp: str = "Eviction") -> tuple:
+    """``baseCompareFunc`` of the ClusterQueue heap: higher priority, earlier timestamp, then UID."""
+    return (-wl.priority, queue_order_timestamp(wl, requeuing_timestamp), wl.uid)
+
+
+@dataclass
+class Entry:
+    """One nominated head in a cycle; after the cycle, ``status`` is admitted, preempting or pending."""
+
+    workload: Workload
+    assignment: Assignment
+    targets: list[Target]
+    status: str = "pending"
+    reason: str = WAITING_FOR_QUOTA
+    message: str = ""
+
+
+def _fair_key(tree: Tree, e: Entry) -> tuple:
+    """The DRS tournament reduced to one key: no borrowing first, lower DRS after admission, priority, FIFO."""
+    cq = tree.cqs[e.workload.cq]
+    return (e.assignment.borrowing > 0, cq.dominant_resource_share(add=e.assignment.usage),
+            -e.workload.priority, queue_order_timestamp(e.workload), e.workload.uid)
+
+
+def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = False,
+             strategies: tuple[str, ...] = DEFAULT_STRATEGIES) -> list[Entry]:
+    """One admission cycle (``scheduler.schedule``) over one head per ClusterQueue.
+
+    Admitted workloads are added to the tree with ``admitted_at = now``; preemption targets are marked
+    evicted (the caller removes them). Entries come back in processing order.
+    """
+    entries = []
+    for wl in heads:
+        a, targets = assign_flavors(tree, wl, fair, strategies)
+        entries.append(Entry(wl, a, targets, message=a.message))
+    if fair:
+        entries.sort(key=lambda e: _fair_key(tree, e))
+    else:
+        entries.sort(key=lambda e: (e.assignment.borrowing > 0, -e.workload.priority,
+                                    queue_order_timestamp(e.workload), e.workload.uid))
+    preempting: set[str] = set()
+    for e in entries:
+        cq = tree.cqs[e.workload.cq]
+        if e.assignment.mode == FIT:
+            if not workload_fits(cq, e.assignment.usage, True):
+                e.message = NO_LONGER_FITS
+                continue
+            wl = e.workload
+            wl.usage, wl.flavors, wl.counts = e.assignment.usage, e.assignment.flavors, e.assignment.counts
+            wl.admitted_at, wl.evicted = now, False
+            tree.add(wl)
+            e.status, e.reason = "admitted", "QuotaReserved"
+            e.message = f"Quota reserved in ClusterQueue {cq.name}"
+        elif e.assignment.mode == PREEMPT and e.targets:
+            if any(t.workload.uid in preempting for t in e.targets):
+                e.message = NO_LONGER_FITS
+                continue
+            for t in e.targets:
+                t.workload.evicted = True
+                preempting.add(t.workload.uid)
+            e.status = "preempting"
+            e.message = f"Pending the preemption of {len(e.targets)} workload(s)"
+    return entries
