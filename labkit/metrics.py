@@ -28,6 +28,7 @@ from .spec.quantity import parse_duration, parse_quantity
 
 if TYPE_CHECKING:
     from .results import Result
+    from .spec import Scenario
 
 GPU = "nvidia.com/gpu"
 _UNIT = {"memory": 1.0, "pods": 1.0}
@@ -141,9 +142,14 @@ def _round(x: float) -> float:
 
 
 def capacity(result: Result, resource: str = GPU) -> float:
-    """C = sum over nodes of the node's allocatable `resource` (kubelet's default 110 for pods)."""
+    """C = sum over the run's nodes of their allocatable `resource` (see `allocatable`)."""
+    return allocatable(result.scenario, resource)
+
+
+def allocatable(scenario: Scenario, resource: str = GPU) -> float:
+    """sum over nodes of the node's allocatable `resource` (kubelet's default 110 for pods)."""
     total = 0.0
-    for pool in result.scenario.cluster.pools:
+    for pool in scenario.cluster.pools:
         amount = pool.resources.get(resource, DEFAULT_MAX_PODS if resource == "pods" else 0)
         total += pool.count * parse_quantity(amount)
     return total
@@ -166,7 +172,7 @@ def utilisation(result: Result, resource: str = GPU) -> float:
 
 
 def _group(result: Result, by: str) -> pd.Series:
-    """The pod runs' group: queue, namespace (tenant), node or job."""
+    """The pod runs' group: queue, namespace (tenant), or a tasks column (node, job, role)."""
     if by == "queue":
         return _queue_of_tasks(result)
     if by == "namespace":
@@ -174,33 +180,40 @@ def _group(result: Result, by: str) -> pd.Series:
     return result.tasks[by]
 
 
-def usage(result: Result, resource: str = GPU, by: str | None = None, bins: int | None = None) -> pd.DataFrame:
-    """used(t) = sum of requests of pods holding at t; per `by` group; with `bins`, the time-weighted mean per bin.
+def usage(result: Result, resource: str = GPU, by: str | list[str] | None = None,
+          bins: int | None = None) -> pd.DataFrame:
+    """used(t) = sum of requests of pods holding at t; per `by` group(s); with `bins`, the time-weighted mean per bin.
 
-    Without bins: one row per change point (time, [group], used), a step function that holds until
-    the next row. With bins: rows (time, time_end, [group], used) over equal bins of [0, T], each the
+    Without bins: one row per change point (time, [groups], used), a step function that holds until
+    the next row. With bins: rows (time, time_end, [groups], used) over equal bins of [0, T], each the
     exact integral of the step function over the bin divided by its width.
     """
+    names = [by] if isinstance(by, str) else list(by or [])
     end = window_end(result)
     tasks = result.tasks
-    groups = _group(result, by) if by else pd.Series("all", index=tasks.index)
+    stops = _run_ends(result)
+    keys = [_group(result, b) for b in names] or [pd.Series("all", index=tasks.index)]
     frames = []
-    for name, runs in tasks.groupby(groups):
+    for group, runs in tasks.groupby(keys):
         amount = runs[resource].to_numpy(float) if resource in runs else np.zeros(len(runs))
-        times, level = _step(runs.start.to_numpy(float), _run_ends(result)[runs.index].to_numpy(float), amount)
+        times, level = _step(runs.start.to_numpy(float), stops[runs.index].to_numpy(float), amount)
+        frame = pd.DataFrame({"time": times, "used": level})
         if bins:
-            edges = np.linspace(0.0, end, bins + 1)
-            level = np.diff(_integral(times, level, edges)) / np.diff(edges)
-            frame = pd.DataFrame({"time": edges[:-1], "time_end": edges[1:], "used": level})
-        else:
-            frame = pd.DataFrame({"time": times, "used": level})
-        if by:
-            frame.insert(1, by, name)
+            frame = binned(times, level, end, bins).rename(columns={"value": "used"})
+        for i, name in enumerate(names):
+            frame.insert(1 + i, name, group[i])
         frames.append(frame)
     if not frames:
         edges = np.linspace(0.0, end, (bins or 1) + 1)
         return pd.DataFrame({"time": edges[:-1], "used": 0.0})
     return pd.concat(frames, ignore_index=True)
+
+
+def binned(times: np.ndarray, level: np.ndarray, end: float, bins: int) -> pd.DataFrame:
+    """The time-weighted mean of a step function (level from each of `times` on, times[0] = 0) over equal bins of [0, end]."""
+    edges = np.linspace(0.0, end, bins + 1)
+    return pd.DataFrame({"time": edges[:-1], "time_end": edges[1:],
+                         "value": np.diff(_integral(times, level, edges)) / np.diff(edges)})
 
 
 def _step(start: np.ndarray, stop: np.ndarray, amount: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -504,11 +517,23 @@ def sla_hit_rate(result: Result, max_wait: float | dict[str, float]) -> pd.Serie
     return hit[decided].groupby(jobs.queue[decided]).mean().rename("sla_hit_rate")
 
 
-def queue_length(result: Result) -> pd.DataFrame:
-    """waiting(q, t) = jobs submitted (or restarted) and not started again by t; one row per change (time, queue, waiting)."""
+def queue_length(result: Result, bins: int | None = None) -> pd.DataFrame:
+    """waiting(q, t) = jobs submitted (or restarted) and not started again by t; per change, or the mean per bin.
+
+    Rows (time, queue, waiting); with `bins`, (time, time_end, queue, waiting) over equal bins of [0, T].
+    """
     events = result.events
     delta = events.kind.map({"Submitted": 1, "Restarting": 1, "Started": -1})
     frame = pd.DataFrame({"time": events.time, "queue": events.job.map(queue_of(result)), "delta": delta}).dropna()
     frame = frame.groupby(["queue", "time"], as_index=False).delta.sum()
-    frame["waiting"] = frame.groupby("queue").delta.cumsum().astype(int)
-    return frame.drop(columns="delta")
+    frame["waiting"] = frame.groupby("queue").delta.cumsum()
+    frame = frame.drop(columns="delta")
+    if not bins:
+        return frame.astype({"waiting": int})
+    frames = []
+    for queue, steps in frame.groupby("queue"):
+        times = np.r_[0.0, steps.time.to_numpy(float)]
+        level = np.r_[0.0, steps.waiting.to_numpy(float)]
+        frames.append(binned(times, level, window_end(result), bins).rename(columns={"value": "waiting"})
+                      .assign(queue=queue))
+    return pd.concat(frames, ignore_index=True)[["time", "time_end", "queue", "waiting"]]

@@ -1,0 +1,300 @@
+"""Interactive panels: knobs on a scenario that re-run the engine and redraw charts and a metrics table.
+
+A `Panel` is built from a scenario and a list of `Knob`s (queue weight, capability, deserved,
+guarantee, PriorityClass values, policy, plugin and action toggles, checkpoint interval, grace
+period). Moving a knob schedules a re-run (debounced, so dragging a slider runs once); the
+charts (SVG from vl-convert, see `labkit.viz`) and the table are replaced in place.
+
+Everything the widgets call is a plain method: `panel.set(name, value)`, `panel.scenario()`,
+`panel.refresh()`, `panel.table`, `panel.svgs`, so labs and tests drive a panel without a browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as w
+import pandas as pd
+
+from . import metrics, viz
+from .engine.simulate import simulate
+from .errors import LabkitError
+from .results import Result
+from .spec import Scenario, conf_of, policy_names, policy_scheduler, validate
+from .spec.quantity import parse_duration
+
+Apply = Callable[[dict, Any], None]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One tunable value: `name` (unique key), widget `kind` (int, float, choice, toggle), its range or
+    choices, the starting value, and `apply(data, value)` writing it into the scenario's YAML form."""
+
+    name: str
+    label: str
+    kind: str
+    value: Any
+    apply: Apply
+    low: float = 0
+    high: float = 1
+    step: float = 1
+    choices: tuple = ()
+
+    def widget(self) -> w.ValueWidget:
+        """The ipywidget for this knob (continuous updates; the panel debounces)."""
+        style = {"description_width": "initial"}
+        if self.kind == "toggle":
+            return w.Checkbox(value=bool(self.value), description=self.label, style=style)
+        if self.kind == "choice":
+            return w.Dropdown(options=list(self.choices), value=self.value, description=self.label, style=style)
+        slider = w.IntSlider if self.kind == "int" else w.FloatSlider
+        return slider(value=self.value, min=self.low, max=self.high, step=self.step, description=self.label,
+                      continuous_update=True, style=style, layout=w.Layout(width="420px"))
+
+
+# ------------------------------------------------------------------------------------ knobs
+
+
+def _queue(data: dict, name: str) -> dict:
+    queues = data.setdefault("queues", [])
+    found = next((q for q in queues if q["name"] == name), None)
+    if found is None:
+        found = {"name": name}
+        queues.append(found)
+    return found
+
+
+def queue_weight(scenario: Scenario, queue: str, high: int = 10) -> Knob:
+    """The Volcano Queue's `spec.weight` (proportion's share of the cluster)."""
+    start = next((q.weight for q in scenario.queues if q.name == queue), 1)
+    return Knob(f"queue/{queue}/weight", f"{queue} weight", "int", start,
+                lambda data, v: _queue(data, queue).__setitem__("weight", int(v)), low=1, high=high)
+
+
+def _queue_resource(field: str, doc: str):
+    def knob(scenario: Scenario, queue: str, resource: str = metrics.GPU, high: float | None = None,
+             step: float = 1) -> Knob:
+        spec = next((q for q in scenario.queues if q.name == queue), None)
+        top = high if high is not None else metrics.allocatable(scenario, resource)
+        given = getattr(spec, field).get(resource) if spec else None
+        start = float(given) if given is not None else (top if field == "capability" else 0)
+
+        def apply(data: dict, value: Any) -> None:
+            _queue(data, queue).setdefault(field, {})[resource] = value
+
+        return Knob(f"queue/{queue}/{field}/{resource}", f"{queue} {field} {resource}", "int", int(start), apply,
+                    low=0, high=int(top), step=step)
+
+    knob.__doc__ = doc
+    knob.__name__ = f"queue_{field}"
+    return knob
+
+
+queue_capability = _queue_resource("capability", "The Queue's `spec.capability` of one resource (a hard ceiling).")
+queue_deserved = _queue_resource("deserved", "The Queue's `spec.deserved` of one resource (capacity plugin).")
+queue_guarantee = _queue_resource("guarantee", "The Queue's `spec.guarantee` of one resource (reserved for it).")
+
+
+def priority_value(scenario: Scenario, name: str, high: int = 1000) -> Knob:
+    """A PriorityClass `value` (job order, and who may preempt whom)."""
+    start = next(p.value for p in scenario.priority_classes if p.name == name)
+
+    def apply(data: dict, value: Any) -> None:
+        next(p for p in data["priorityClasses"] if p["name"] == name)["value"] = int(value)
+
+    return Knob(f"priorityClass/{name}", f"priority {name}", "int", start, apply, low=0, high=max(high, start))
+
+
+def policy(scenario: Scenario, choices: Sequence[str] | None = None) -> Knob:
+    """The scheduler policy preset (`labkit presets`) replacing the scenario's conf; the first choice keeps it."""
+    own = scenario.scheduler.policy or "scenario conf"
+    options = tuple(dict.fromkeys([own, *(choices or [n for n in policy_names() if _is_volcano(n)])]))
+    start = own
+
+    def apply(data: dict, value: Any) -> None:
+        data["scheduler"] = {**{k: v for k, v in data.get("scheduler", {}).items() if k != "conf"}, "policy": value}
+
+    return Knob("scheduler/policy", "policy", "choice", start, apply, choices=options)
+
+
+def _is_volcano(name: str) -> bool:
+    return policy_scheduler(name).conf is not None
+
+
+def _conf(data: dict) -> dict:
+    """The scenario's Volcano conf in YAML form, written out in full so it can be edited."""
+    scheduler = data.setdefault("scheduler", {})
+    if "conf" not in scheduler:
+        scheduler["conf"] = conf_of(validate(data)).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return scheduler["conf"]
+
+
+def plugin(scenario: Scenario, name: str) -> Knob:
+    """A plugin on or off: off removes it from its tier; on adds it back to the last tier."""
+    start = any(p.name == name for tier in conf_of(scenario).tiers for p in tier.plugins)
+
+    def apply(data: dict, value: Any) -> None:
+        tiers = _conf(data)["tiers"]
+        present = any(p["name"] == name for tier in tiers for p in tier["plugins"])
+        if value and not present:
+            tiers[-1]["plugins"].append({"name": name})
+        if not value:
+            for tier in tiers:
+                tier["plugins"] = [p for p in tier["plugins"] if p["name"] != name]
+            tiers[:] = [tier for tier in tiers if tier["plugins"]]
+
+    return Knob(f"plugin/{name}", f"plugin {name}", "toggle", start, apply)
+
+
+def action(scenario: Scenario, name: str) -> Knob:
+    """An action (preempt, reclaim, backfill) on or off in `actions`, kept in Volcano's usual order."""
+    order = ["enqueue", "allocate", "backfill", "preempt", "reclaim"]
+    start = name in conf_of(scenario).action_list()
+
+    def apply(data: dict, value: Any) -> None:
+        conf = _conf(data)
+        names = {a.strip() for a in conf["actions"].split(",")} - {name} | ({name} if value else set())
+        conf["actions"] = ", ".join(sorted(names, key=lambda a: order.index(a) if a in order else len(order)))
+
+    return Knob(f"action/{name}", f"action {name}", "toggle", start, apply)
+
+
+def _every_job(field: str) -> Apply:
+    """Write `field` into every job and workload generator (0 removes a checkpointInterval)."""
+    def apply(data: dict, chosen: Any) -> None:
+        for item in data.get("jobs", []) + data.get("workloads", []):
+            if field == "checkpointInterval" and not chosen:
+                item.pop(field, None)
+            else:
+                item[field] = chosen
+    return apply
+
+
+def checkpoint_interval(scenario: Scenario, high: float = 4 * 3600, step: float = 600) -> Knob:
+    """Every job's `checkpointInterval` in seconds (0 = no checkpoints: an eviction loses all work)."""
+    given = [parse_duration(j.checkpoint_interval) for j in scenario.jobs + scenario.workloads if j.checkpoint_interval]
+    return Knob("jobs/checkpointInterval", "checkpoint interval (s)", "int", int(given[0]) if given else 0,
+                _every_job("checkpointInterval"), low=0, high=int(high), step=step)
+
+
+def grace_period(scenario: Scenario, high: float = 600, step: float = 10) -> Knob:
+    """Every job's `gracePeriod` (terminationGracePeriodSeconds): how long an evicted pod holds its node."""
+    given = [parse_duration(j.grace_period) for j in scenario.jobs + scenario.workloads]
+    return Knob("jobs/gracePeriod", "grace period (s)", "int", int(given[0]) if given else 30,
+                _every_job("gracePeriod"), low=0, high=int(high), step=step)
+
+
+# ------------------------------------------------------------------------------------ the panel
+
+
+CHARTS: dict[str, Callable[[Result], Any]] = {
+    "utilisation": viz.utilisation_chart,
+    "gantt": viz.gantt,
+    "share": viz.share_chart,
+    "queue_length": viz.queue_length_chart,
+    "wait_cdf": viz.wait_cdf,
+}
+
+
+def metrics_table(result: Result) -> pd.DataFrame:
+    """The panel's table: per queue jobs, completed, mean wait, evictions, GPU-hours, plus a cluster row."""
+    table = metrics.per_queue(result)
+    total = metrics.summary(result)
+    cluster = pd.DataFrame([{"jobs": total["jobs"], "completed": total["completed"], "mean_wait_s": total["mean_wait_s"],
+                             "evictions": total["evictions"], "gpu_hours": round(metrics.gpu_seconds(result) / 3600, 1)}],
+                           index=["cluster"])
+    table = pd.concat([table, cluster])
+    table["gpu_utilisation"] = [None] * (len(table) - 1) + [total["gpu_utilisation"]]
+    return table
+
+
+class Debouncer:
+    """Calls `fn` once, `delay` seconds after the last `trigger()`; on the kernel's event loop when there is one."""
+
+    def __init__(self, delay: float, fn: Callable[[], None]):
+        self.delay, self.fn = delay, fn
+        self._pending: Any = None
+
+    def trigger(self) -> None:
+        if self.delay <= 0:
+            self.fn()
+            return
+        if self._pending is not None:
+            self._pending.cancel()
+        try:
+            self._pending = asyncio.get_running_loop().call_later(self.delay, self.fn)
+        except RuntimeError:  # no loop in this thread (a plain script): a timer thread
+            self._pending = threading.Timer(self.delay, self.fn)
+            self._pending.start()
+
+
+class Panel:
+    """Knobs, charts and a metrics table over one scenario; re-runs `run(scenario)` when a knob moves."""
+
+    def __init__(self, scenario: Scenario, knobs: Sequence[Knob], charts: Sequence[str] = ("utilisation", "gantt"),
+                 run: Callable[[Scenario], Result] = simulate, debounce: float = 0.3):
+        self.base = scenario
+        self.knobs = {k.name: k for k in knobs}
+        self.values = {k.name: k.value for k in knobs}
+        self.chart_names = list(charts)
+        self.run = run
+        self.result: Result | None = None
+        self.table: pd.DataFrame | None = None
+        self.svgs: list[str] = []
+        self.runs = 0
+        self._debouncer = Debouncer(debounce, self.refresh)
+        self._controls = {name: knob.widget() for name, knob in self.knobs.items()}
+        for name, control in self._controls.items():
+            control.observe(lambda change, name=name: self.set(name, change["new"]), names="value")
+        self._status = w.HTML()
+        self._charts = [w.HTML() for _ in self.chart_names]
+        self._table = w.HTML()
+        self.refresh()
+
+    def scenario(self, values: dict[str, Any] | None = None) -> Scenario:
+        """The base scenario with every moved knob's value written in (validated); a knob at its
+        starting value, read from the scenario, leaves the scenario as written."""
+        data = self.base.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        for name, value in (values or self.values).items():
+            if value != self.knobs[name].value:
+                self.knobs[name].apply(data, value)
+        return validate(data)
+
+    def set(self, name: str, value: Any) -> None:
+        """A knob moved: remember the value and schedule a (debounced) re-run."""
+        self.values[name] = value
+        self._status.value = "<i>running…</i>"
+        self._debouncer.trigger()
+
+    def refresh(self) -> None:
+        """Re-run the engine on the current values and replace the charts and table in place."""
+        started = time.perf_counter()
+        try:
+            self.result = self.run(self.scenario())
+        except LabkitError as err:  # a knob value the scenario rejects: say so, keep the last charts
+            self._status.value = f"<b style='color:#b00'>{type(err).__name__}: {err}</b>"
+            return
+        self.runs += 1
+        self.table = metrics_table(self.result)
+        self.svgs = [viz.to_svg(CHARTS[name](self.result)) for name in self.chart_names]
+        for holder, svg in zip(self._charts, self.svgs):
+            holder.value = svg
+        self._table.value = self.table.to_html(classes="labkit-metrics", na_rep="", float_format="{:g}".format)
+        self._status.value = f"run {self.runs}: {time.perf_counter() - started:.2f} s"
+
+    @property
+    def widget(self) -> w.Widget:
+        """The panel: knobs on the left, status, table and charts on the right."""
+        controls = w.VBox(list(self._controls.values()), layout=w.Layout(min_width="440px"))
+        return w.HBox([controls, w.VBox([self._status, self._table, *self._charts])])
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
