@@ -160,7 +160,7 @@ def test_openb_pools_labels_and_gpu_milli(tmp_path):
     scenario = spec.validate({**frag, "scheduler": {"policy": "volcano-shipped"}})
     result = labkit.simulate(scenario)
     assert (result.jobs.state == "Completed").all()
-    assert set(result.tasks.loc[result.tasks.job == "openb-3", "node"]) <= {"v100m32-8g-96c-768gi-0"}
+    assert list(result.tasks.loc[result.tasks.job == "default/openb-3", "node"]) == ["v100m32-8g-96c-768gi-0"]
 
 
 def test_openb_round_and_qos_queues(tmp_path):

@@ -1,0 +1,67 @@
+"""The scale and peer benchmarks run on tiny inputs (`--quick`) and print their figure lines;
+the helios-fifo policy keeps Helios's consolidated placement."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import labkit
+from labkit import spec
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+TARGET = re.compile(r"^  target .+: .+ \(target .+\) (ok|MISSED)$", re.MULTILINE)
+
+
+def run(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(BENCH / script), "--quick", *args], capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_bench_scale_quick_prints_figures_with_targets():
+    out = run("bench_scale.py", "--case", "philly-256", "--case", "synthetic-1m-4096")
+    assert out.returncode == 0, out.stderr
+    head = r"^philly-256 \[engine=\w+\]: 150 jobs .* events/s, .* jobs/s, peak RSS [\d,]+ MB$"
+    assert re.search(head, out.stdout, re.MULTILINE)
+    assert re.search(r"^synthetic-1m-4096 \[engine=\w+\]: 200 jobs", out.stdout, re.MULTILINE)
+    targets = TARGET.findall(out.stdout)
+    assert len(targets) == 3, out.stdout  # jobs/s vs peer; wall; peak RSS
+
+
+def test_bench_peer_quick_prints_speedup():
+    out = run("bench_peer.py")
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"^labkit \[engine=\w+, policy=helios-fifo\]: 100 jobs on 32 x 8 GPUs", out.stdout, re.MULTILINE)
+    assert "Helios fifo/consolidate" in out.stdout
+
+
+def test_bench_scale_ctrl_c_exits_130_and_says_what_was_done():
+    proc = subprocess.Popen([sys.executable, str(BENCH / "bench_scale.py"), "--quick", "--case", "synthetic-1m-4096"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    if proc.poll() is not None:
+        pytest.skip("the quick case finished before it could be interrupted")
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "interrupted: 0 case(s) done" in out
+
+
+def test_helios_fifo_consolidates_and_gangs_whole_nodes():
+    gpu = "nvidia.com/gpu"
+    scenario = spec.validate({
+        "cluster": {"pools": [{"name": "n", "count": 3, "resources": {gpu: 8, "cpu": 96}}]},
+        "jobs": [{"name": "a", "duration": 100, "tasks": [{"resources": {gpu: 4}}]},
+                 {"name": "b", "submit": 1, "duration": 100, "tasks": [{"resources": {gpu: 2}}]},
+                 {"name": "c", "submit": 2, "duration": 100, "tasks": [{"replicas": 2, "resources": {gpu: 8}}]}],
+        "scheduler": {"policy": "helios-fifo"},
+    })
+    nodes = labkit.simulate(scenario).tasks.groupby("job")["node"].apply(set)
+    assert nodes["default/a"] == nodes["default/b"]  # best fit by GPUs: b joins a
+    assert nodes["default/c"] == {"n-0", "n-1", "n-2"} - nodes["default/a"]  # two whole nodes
