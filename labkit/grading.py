@@ -47,19 +47,18 @@ def answered(value: Any) -> bool:
     return True
 
 
-def check(qid: str, answer: Any) -> bool:
-    """Print the check's one-line verdict; True when the answer is right."""
+def check(qid: str, answer: Any) -> None:
+    """Print the check's one-line verdict."""
     if qid not in CHECKS:
         raise KeyError(f"no check named {qid!r}; known: {', '.join(sorted(CHECKS))}")
     if not answered(answer):
         print(f"{qid}: not answered")
-        return False
+        return
     try:
         ok, why = CHECKS[qid](answer)
     except (TypeError, ValueError, KeyError) as err:
         ok, why = False, f"cannot use this answer: {err}"
     print(f"{qid}: ok" if ok else f"{qid}: wrong ({why})")
-    return ok
 
 
 # ------------------------------------------------------------------------------ chapter 1
