@@ -49,8 +49,11 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
         _check_fit(f"workloads[{i}]", largest_pod(load), None, scenario.cluster.pools)
     _unique("workloads", [w.name for w in scenario.workloads], "workload")
     _check_slurm(scenario)
+    from . import kueue  # here, not at the top: model.py imports kueue, which builds on model
+
+    kueue.check(scenario)
     sched = scenario.scheduler
-    if sched.conf is None and sched.slurm is None:
+    if sched.conf is None and sched.slurm is None and sched.kueue is None:
         known = sorted(policies)
         if sched.policy is None:
             raise SpecError("scheduler", "give a policy (one of " + ", ".join(known) + ") or a conf")

@@ -161,7 +161,7 @@ def resolve(scenario: Scenario) -> Scenario:
         given.setdefault("namespace", job.namespace)
         given.setdefault("queue", job.queue)
     sched = data.setdefault("scheduler", {})
-    if scenario.scheduler.conf is None and scenario.scheduler.slurm is None:
+    if scenario.scheduler.conf is None and scenario.scheduler.slurm is None and scenario.scheduler.kueue is None:
         name = scenario.scheduler.policy or "volcano-shipped"
         behind = policy_scheduler(name).model_dump(mode="json", by_alias=True, exclude_unset=True)
         sched.update(behind)
@@ -172,7 +172,7 @@ def resolve(scenario: Scenario) -> Scenario:
 def scheduler_of(scenario: Scenario) -> Scheduler:
     """The scheduler section a scenario runs under, with a policy name replaced by what it stands for."""
     sched = scenario.scheduler
-    if sched.conf is not None or sched.slurm is not None:
+    if sched.conf is not None or sched.slurm is not None or sched.kueue is not None:
         return sched
     behind = policy_scheduler(sched.policy or "volcano-shipped")
     return behind.model_copy(update={"schedule_period": sched.schedule_period})
@@ -182,5 +182,5 @@ def conf_of(scenario: Scenario) -> SchedulerConf:
     """The Volcano conf a scenario runs under (SpecError when it runs under Slurm)."""
     conf = scheduler_of(scenario).conf
     if conf is None:
-        raise SpecError("scheduler", "this scenario runs under a Slurm policy, not a Volcano conf")
+        raise SpecError("scheduler", "this scenario runs under a Slurm or Kueue policy, not a Volcano conf")
     return conf

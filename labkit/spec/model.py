@@ -666,13 +666,18 @@ def _conf_text(value: Any) -> Any:
     return value
 
 
+from .kueue import Kueue, KueueConfiguration  # Kueue's objects build on the Model above
+
+
 class Scheduler(Model):
-    """The policy: a named preset (`labkit presets`), Volcano's own conf, or slurm.conf's scheduling
-    keys (`slurm`); an explicit `conf`/`slurm` wins over the preset name, which is then a label."""
+    """The policy: a named preset (`labkit presets`), Volcano's own conf, slurm.conf's scheduling
+    keys (`slurm`) or Kueue's Configuration (`kueue`); an explicit `conf`/`slurm`/`kueue` wins over
+    the preset name, which is then a label."""
 
     policy: str | None = None
     conf: Annotated[SchedulerConf | None, BeforeValidator(_conf_text)] = None
     slurm: SlurmConf | None = None
+    kueue: KueueConfiguration | None = None
     schedule_period: PositiveDuration = 1
 
 
@@ -693,4 +698,5 @@ class Scenario(Model):
     jobs: list[Job] = []
     workloads: list[Workload] = []
     slurm: SlurmCluster | None = None
+    kueue: Kueue | None = None
     scheduler: Scheduler = Scheduler(policy="volcano-shipped")

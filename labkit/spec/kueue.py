@@ -1,0 +1,219 @@
+"""Kueue's objects in a scenario (``kueue:``) and Kueue's configuration in a policy (``scheduler.kueue``).
+
+Field names are those of Kueue's API (``apis/kueue/v1beta2``: ResourceFlavor, ClusterQueue,
+Cohort, LocalQueue; ``apis/config/v1beta2``: fairSharing, waitForPodsReady). A job is admitted
+through the LocalQueue of its namespace (the one named by the job's ``queue``, else the only one).
+:func:`check` adds the rules of Kueue's validating webhooks that span several objects.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from ..errors import SpecError
+from .model import Duration, Model, ObjectName, Quantity, Taint
+from .quantity import parse_quantity
+
+if TYPE_CHECKING:
+    from .model import Scenario
+
+PreemptionPolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+
+
+class ResourceFlavor(Model):
+    """``ResourceFlavor``: the nodes of a kind of hardware, selected by their labels."""
+
+    name: ObjectName
+    node_labels: dict[str, str] = Field(default_factory=dict)
+    node_taints: list[Taint] = Field(default_factory=list)
+
+
+class ResourceQuota(Model):
+    """One resource of a flavor: ``nominalQuota``, ``borrowingLimit``, ``lendingLimit``."""
+
+    name: str
+    nominal_quota: Quantity
+    borrowing_limit: Quantity | None = None
+    lending_limit: Quantity | None = None
+
+
+class FlavorQuotas(Model):
+    name: ObjectName
+    resources: list[ResourceQuota] = Field(min_length=1)
+
+
+class ResourceGroup(Model):
+    covered_resources: list[str] = Field(min_length=1)
+    flavors: list[FlavorQuotas] = Field(min_length=1)
+
+
+class BorrowWithinCohort(Model):
+    policy: Literal["Never", "LowerPriority"] = "Never"
+    max_priority_threshold: int | None = None
+
+
+class ClusterQueuePreemption(Model):
+    within_cluster_queue: PreemptionPolicy = "Never"
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Never"
+    borrow_within_cohort: BorrowWithinCohort | None = None
+
+
+class FairSharing(Model):
+    weight: float = Field(default=1.0, ge=0)
+
+
+class ClusterQueue(Model):
+    """``ClusterQueue`` (``cohortName`` as in v1beta2)."""
+
+    name: ObjectName
+    cohort_name: str | None = None
+    queueing_strategy: Literal["StrictFIFO", "BestEffortFIFO"] = "BestEffortFIFO"
+    resource_groups: list[ResourceGroup] = Field(default_factory=list)
+    preemption: ClusterQueuePreemption = ClusterQueuePreemption()
+    fair_sharing: FairSharing = FairSharing()
+
+
+class Cohort(Model):
+    """``Cohort``: hierarchical through ``parentName``, with optional shared quota of its own."""
+
+    name: ObjectName
+    parent_name: str | None = None
+    resource_groups: list[ResourceGroup] = Field(default_factory=list)
+    fair_sharing: FairSharing = FairSharing()
+
+
+class LocalQueue(Model):
+    name: ObjectName
+    namespace: str = "default"
+    cluster_queue: str
+
+
+class Kueue(Model):
+    """The Kueue objects of a scenario."""
+
+    resource_flavors: list[ResourceFlavor] = Field(default_factory=list)
+    cluster_queues: list[ClusterQueue] = Field(min_length=1)
+    cohorts: list[Cohort] = Field(default_factory=list)
+    local_queues: list[LocalQueue] = Field(default_factory=list)
+
+
+class FairSharingConfig(Model):
+    enable: bool = False
+    preemption_strategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] = Field(
+        default_factory=list)
+
+
+class RequeuingStrategy(Model):
+    timestamp: Literal["Eviction", "Creation"] = "Eviction"
+    backoff_limit_count: int | None = Field(default=None, ge=0)
+    backoff_base_seconds: int = Field(default=60, ge=0)
+    backoff_max_seconds: int = Field(default=3600, ge=0)
+
+
+class WaitForPodsReady(Model):
+    """``waitForPodsReady``: evict and requeue an admitted workload whose pods are not ready in time."""
+
+    enable: bool = False
+    timeout: Duration = "30m"
+    block_admission: bool = False
+    requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
+
+
+class KueueConfiguration(Model):
+    """The scheduling part of Kueue's ``Configuration``."""
+
+    fair_sharing: FairSharingConfig = FairSharingConfig()
+    wait_for_pods_ready: WaitForPodsReady = WaitForPodsReady()
+
+
+_STRATEGY_LISTS = ([], ["LessThanOrEqualToFinalShare"], ["LessThanInitialShare"],
+                   ["LessThanOrEqualToFinalShare", "LessThanInitialShare"])
+
+
+def check_configuration(conf: KueueConfiguration, where: str) -> None:
+    if conf.fair_sharing.preemption_strategies not in _STRATEGY_LISTS:
+        raise SpecError(f"{where}.fairSharing.preemptionStrategies", "use [LessThanOrEqualToFinalShare], "
+                        "[LessThanInitialShare] or both in that order")
+
+
+def check(scenario: Scenario) -> None:
+    """Raise SpecError for the first Kueue rule the scenario breaks."""
+    if scenario.scheduler.kueue is not None:
+        check_configuration(scenario.scheduler.kueue, "scheduler.kueue")
+    k = scenario.kueue
+    if k is None:
+        return
+    _unique("kueue.resourceFlavors", [f.name for f in k.resource_flavors], "ResourceFlavor")
+    _unique("kueue.clusterQueues", [q.name for q in k.cluster_queues], "ClusterQueue")
+    _unique("kueue.cohorts", [c.name for c in k.cohorts], "Cohort")
+    _unique("kueue.localQueues", [f"{q.namespace}/{q.name}" for q in k.local_queues], "LocalQueue")
+    flavors = {f.name for f in k.resource_flavors}
+    used: set[str] = set()
+    for i, cq in enumerate(k.cluster_queues):
+        used |= _check_groups(f"kueue.clusterQueues[{i}]", cq.resource_groups, flavors, cq.cohort_name is not None)
+    for i, cohort in enumerate(k.cohorts):
+        used |= _check_groups(f"kueue.cohorts[{i}]", cohort.resource_groups, flavors, cohort.parent_name is not None)
+    for i, f in enumerate(k.resource_flavors):
+        if f.name not in used:
+            raise SpecError(f"kueue.resourceFlavors[{i}]", f"ResourceFlavor {f.name!r} is in no resourceGroup")
+    _check_cycles(k.cohorts)
+    namespaces = {t.ns for t in scenario.tenants} | {"default"}
+    cqs = {q.name for q in k.cluster_queues}
+    for i, lq in enumerate(k.local_queues):
+        if lq.cluster_queue not in cqs:
+            raise SpecError(f"kueue.localQueues[{i}].clusterQueue", f"no ClusterQueue named {lq.cluster_queue!r}")
+        if lq.namespace not in namespaces:
+            raise SpecError(f"kueue.localQueues[{i}].namespace", f"no namespace {lq.namespace!r}")
+
+
+def _unique(path: str, names: list[str], what: str) -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise SpecError(f"{path}[{i}].name", f"{what} {name!r} is already {path}[{seen[name]}]")
+        seen[name] = i
+
+
+def _check_groups(path: str, groups: list[ResourceGroup], flavors: set[str], has_parent: bool) -> set[str]:
+    """Kueue's ClusterQueue validation: known flavors, resources as covered, each in one group only."""
+    seen_resources: set[str] = set()
+    seen_flavors: set[str] = set()
+    for g, group in enumerate(groups):
+        where = f"{path}.resourceGroups[{g}]"
+        for r in group.covered_resources:
+            if r in seen_resources:
+                raise SpecError(f"{where}.coveredResources", f"resource {r!r} is already in another resourceGroup")
+            seen_resources.add(r)
+        for f, flavor in enumerate(group.flavors):
+            at = f"{where}.flavors[{f}]"
+            if flavor.name not in flavors:
+                raise SpecError(f"{at}.name", f"no ResourceFlavor named {flavor.name!r}")
+            if flavor.name in seen_flavors:
+                raise SpecError(f"{at}.name", f"flavor {flavor.name!r} is already in a resourceGroup")
+            seen_flavors.add(flavor.name)
+            if [r.name for r in flavor.resources] != group.covered_resources:
+                raise SpecError(f"{at}.resources", "must list the coveredResources of the group, in order ("
+                                + ", ".join(group.covered_resources) + ")")
+            for q, quota in enumerate(flavor.resources):
+                for key, limit in (("borrowingLimit", quota.borrowing_limit), ("lendingLimit", quota.lending_limit)):
+                    if limit is not None and not has_parent:
+                        raise SpecError(f"{at}.resources[{q}].{key}", "must be unset without a cohort")
+                if quota.lending_limit is not None and (
+                        parse_quantity(quota.lending_limit) > parse_quantity(quota.nominal_quota)):
+                    raise SpecError(f"{at}.resources[{q}].lendingLimit", "must be <= nominalQuota")
+    return seen_flavors
+
+
+def _check_cycles(cohorts: list[Cohort]) -> None:
+    parent = {c.name: c.parent_name for c in cohorts}
+    for i, c in enumerate(cohorts):
+        path, node = [c.name], c.parent_name
+        while node is not None:
+            path.append(node)
+            if node == c.name:
+                raise SpecError(f"kueue.cohorts[{i}].parentName", "cohort cycle " + " -> ".join(path))
+            node = parent.get(node)
+            if len(path) > len(cohorts) + 1:
+                break
