@@ -17,9 +17,23 @@ Quantities are in base units (cores, bytes, counts); a flavor-resource is ``(fla
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import SpecError
+from ..results import Result
+from ..spec import Scenario, scheduler_of
+from ..spec.model import Scheduler
+from ..spec.quantity import parse_duration, parse_quantity
+from .compile import Compiled, compile_scenario
+from .problem import Decisions, Eviction, Placement, PodGroupPhase, Problem, State, TaskStatus
+from .simulate import Simulation, record_of, result_of
 
 FR = tuple[str, str]
 """A flavor-resource: ``(flavor, resource)``."""
@@ -798,3 +812,280 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
             e.status = "preempting"
             e.message = f"Pending the preemption of {len(e.targets)} workload(s)"
     return entries
+
+
+# ------------------------------------------------------------------------------------- the clock
+
+
+def build_tree(kueue_spec: Any) -> Tree:
+    """The cohort tree of a scenario's ``kueue`` objects (``labkit.spec.kueue.Kueue``)."""
+
+    def quotas(groups: list) -> tuple[list[ResourceGroup], dict[FR, Quota]]:
+        out, q = [], {}
+        for g in groups:
+            out.append(ResourceGroup(tuple(g.covered_resources), tuple(f.name for f in g.flavors)))
+            for f in g.flavors:
+                for r in f.resources:
+                    q[(f.name, r.name)] = Quota(parse_quantity(r.nominal_quota), _opt(r.borrowing_limit),
+                                                _opt(r.lending_limit))
+        return out, q
+
+    cqs, cohorts, parents = [], [], {}
+    for spec_cq in kueue_spec.cluster_queues:
+        groups, q = quotas(spec_cq.resource_groups)
+        p = spec_cq.preemption
+        bwc = p.borrow_within_cohort
+        cqs.append(ClusterQueue(spec_cq.name, groups, q, Preemption(
+            p.within_cluster_queue, p.reclaim_within_cohort, bwc.policy if bwc else NEVER,
+            bwc.max_priority_threshold if bwc else None), spec_cq.queueing_strategy, spec_cq.fair_sharing.weight))
+        parents[spec_cq.name] = spec_cq.cohort_name
+    for spec_cohort in kueue_spec.cohorts:
+        cohorts.append(Cohort(spec_cohort.name, quotas(spec_cohort.resource_groups)[1],
+                              spec_cohort.fair_sharing.weight))
+        parents[spec_cohort.name] = spec_cohort.parent_name
+    return Tree(cqs, cohorts, parents)
+
+
+def _opt(value: Any) -> float | None:
+    return None if value is None else parse_quantity(value)
+
+
+WAKE = 3
+"""A clock event that only makes the next session run (a PodsReady timeout or a requeue backoff)."""
+
+
+class KueueSimulation(Simulation):
+    """The simulator's clock with wake-ups, so that timeouts and backoffs run a session."""
+
+    def wake(self, at: float) -> None:
+        heapq.heappush(self.heap, (at, WAKE, -1, 0))
+
+    def _apply_event(self, now: float, kind: int, index: int, version: int) -> bool:
+        return True if kind == WAKE else super()._apply_event(now, kind, index, version)
+
+
+class KueueSession:
+    """Kueue as the session function of the clock: one call runs Kueue's admission cycles until no
+    head can move, issues evictions (preemption, waitForPodsReady), and places the pods of admitted
+    workloads on the nodes of their ResourceFlavors, as kube-scheduler would (least allocated).
+
+    A job is a Workload with one podset per task; it is admitted through the LocalQueue of its
+    namespace. Admission sets its PodGroup Inqueue (the pods appear); requeue sets it back Pending.
+    """
+
+    def __init__(self, compiled: Compiled, sim: KueueSimulation):
+        scenario = compiled.scenario
+        self.sim = sim
+        self.full_index = {name: j for j, name in enumerate(compiled.problem.job_names)}
+        self.tree = build_tree(scenario.kueue)
+        conf = scenario.scheduler.kueue
+        self.fair = conf.fair_sharing.enable
+        self.strategies = tuple(conf.fair_sharing.preemption_strategies) or DEFAULT_STRATEGIES
+        self.ready = conf.wait_for_pods_ready
+        self.timeout = parse_duration(self.ready.timeout)
+        flavors = {f.name: f.node_labels for f in scenario.kueue.resource_flavors}
+        labels = [pool.labels for pool in scenario.cluster.pools for _ in range(pool.count)]
+        self.flavor_nodes = {name: np.array([all(lab.get(k) == v for k, v in sel.items()) for lab in labels])
+                             for name, sel in flavors.items()}
+        self.workloads: dict[str, Workload] = {}
+        self.unmanaged: set[str] = set()
+        priority = dict(zip(compiled.problem.job_names, compiled.problem.job_priority))
+        for job, submit in zip(scenario.jobs, compiled.job_submit):
+            key = f"{job.namespace}/{job.name}"
+            lq = _local_queue(scenario.kueue.local_queues, job.namespace, job.queue)
+            if lq is None:
+                self.unmanaged.add(key)
+                continue
+            podsets = [PodSet(t.name, t.replicas_resolved, {r: parse_quantity(v) for r, v in t.resources.items()})
+                       for t in job.tasks]
+            self.workloads[key] = Workload(key, lq.cluster_queue, podsets, int(priority[key]), float(submit))
+        self.admitted: dict[str, Workload] = {}
+        self.requeue_at: dict[str, float] = {}
+        self.requeues: dict[str, int] = {}
+        self.inactive: set[str] = set()
+        self.inadmissible: set[str] = set()
+
+    def __call__(self, p: Problem, s: State) -> Decisions:
+        now = s.now
+        local = {name: j for j, name in enumerate(p.job_names)}
+        tasks_of = [np.flatnonzero(p.task_job == j) for j in range(p.n_jobs)]
+        decisions = Decisions()
+        self._release(p, s, local, tasks_of, now)
+        waiting = self._pods_ready(p, s, local, tasks_of, now, decisions)
+        self._admit(local, now, decisions, tasks_of, s, waiting)
+        phase = s.job_phase.copy()
+        for name, j in local.items():
+            wl = self.workloads.get(name)
+            if name in self.unmanaged or (wl is not None and name in self.admitted and not wl.evicted):
+                if phase[j] == PodGroupPhase.PENDING:
+                    phase[j] = PodGroupPhase.INQUEUE
+            elif wl is not None and phase[j] != PodGroupPhase.COMPLETED and name not in self.admitted:
+                phase[j] = PodGroupPhase.PENDING
+        self._bind(p, s, local, tasks_of, decisions, phase)
+        decisions.state = dataclasses.replace(s, job_phase=phase)
+        return decisions
+
+    def _log(self, now: float, kind: str, wl: Workload, reason: str, message: str) -> None:
+        self.sim._log(now, kind, self.full_index[wl.name], reason=reason, message=message)
+
+    def _release(self, p: Problem, s: State, local: dict, tasks_of: list, now: float) -> None:
+        """Finished workloads and evicted ones whose pods are gone give their quota back."""
+        for name, wl in list(self.admitted.items()):
+            j = local.get(name)
+            holding = j is not None and bool(np.isin(s.task_status[tasks_of[j]], _HOLDING).any())
+            finished = j is None or s.job_phase[j] == PodGroupPhase.COMPLETED
+            if finished or (wl.evicted and not holding):
+                self.tree.remove(wl)
+                del self.admitted[name]
+                self.inadmissible.clear()  # quota was freed: retry the parked heads
+                if not finished:
+                    self._requeue(wl, now)
+
+    def _requeue(self, wl: Workload, now: float) -> None:
+        """``workload.UpdateRequeueState``: back off base * 2^(n-1), capped, after a PodsReady timeout."""
+        wl.evicted = False
+        if wl.evicted_by != "PodsReadyTimeout":
+            return
+        strategy = self.ready.requeuing_strategy
+        n = self.requeues[wl.name] = self.requeues.get(wl.name, 0) + 1
+        if strategy.backoff_limit_count is not None and n > strategy.backoff_limit_count:
+            self.inactive.add(wl.name)
+            self._log(now, "Deactivated", wl, "RequeuingLimitExceeded",
+                      f"exceeding the maximum number of re-queuing retries ({strategy.backoff_limit_count})")
+            return
+        wait = min(strategy.backoff_base_seconds * 2 ** (n - 1), strategy.backoff_max_seconds)
+        self.requeue_at[wl.name] = now + wait
+        self.sim.wake(now + wait)
+
+    def _pods_ready(self, p: Problem, s: State, local: dict, tasks_of: list, now: float,
+                    decisions: Decisions) -> bool:
+        """waitForPodsReady: evict an admitted workload whose pods are not all running in time.
+        True when some admitted workload is still waiting for its pods (blockAdmission)."""
+        if not self.ready.enable:
+            return False
+        waiting = False
+        for name, wl in self.admitted.items():
+            j = local.get(name)
+            if wl.evicted or j is None:
+                continue
+            status = s.task_status[tasks_of[j]]
+            if len(status) == sum(ps.count for ps in wl.podsets) and (status == TaskStatus.RUNNING).all():
+                continue
+            deadline = (wl.admitted_at or 0.0) + self.timeout
+            if now < deadline:
+                self.sim.wake(deadline)
+                waiting = True
+                continue
+            wl.evicted, wl.evicted_by, wl.evicted_at = True, "PodsReadyTimeout", now
+            message = f"Exceeded the PodsReady timeout {name}"
+            self._log(now, "Evicted", wl, "PodsReadyTimeout", message)
+            for t in tasks_of[j][np.isin(status, _RUNNING)]:
+                decisions.evictions.append(Eviction(int(t), "kueue", message))
+        return waiting
+
+    def _heads(self, now: float, blocked: set[str]) -> list[Workload]:
+        pending: dict[str, Workload] = {}
+        for name in self._present:
+            wl = self.workloads.get(name)
+            if wl is None or name in self.admitted or name in self.inactive or name in self.inadmissible:
+                continue
+            if wl.cq in blocked or self.requeue_at.get(name, -math.inf) > now:
+                continue
+            head = pending.get(wl.cq)
+            timestamp = self.ready.requeuing_strategy.timestamp
+            if head is None or queue_order_key(wl, timestamp) < queue_order_key(head, timestamp):
+                pending[wl.cq] = wl
+        return list(pending.values())
+
+    def _admit(self, local: dict, now: float, decisions: Decisions, tasks_of: list, s: State,
+               waiting: bool) -> None:
+        """Admission cycles until every head is admitted, parked (BestEffortFIFO) or blocking its CQ;
+        none while an admitted workload waits for its pods under blockAdmission."""
+        self._present = [name for name, j in local.items() if s.job_phase[j] != PodGroupPhase.COMPLETED]
+        if waiting and self.ready.block_admission:
+            return
+        blocked: set[str] = set()
+        while heads := self._heads(now, blocked):
+            for e in schedule(self.tree, heads, now, self.fair, self.strategies):
+                wl, cq = e.workload, self.tree.cqs[e.workload.cq]
+                if e.status == "admitted":
+                    self.admitted[wl.name] = wl
+                    self.requeue_at.pop(wl.name, None)
+                    flavors = ", ".join(sorted({f for ps in wl.flavors for f in ps.values()}))
+                    self._log(now, "QuotaReserved", wl, "QuotaReserved", f"{e.message}; flavors {flavors}")
+                    continue
+                if e.status == "preempting":
+                    for t in e.targets:
+                        self._preempt(t, wl, local, tasks_of, s, now, decisions)
+                    blocked.add(wl.cq)
+                elif cq.queueing_strategy == STRICT_FIFO:
+                    blocked.add(wl.cq)
+                else:
+                    self.inadmissible.add(wl.name)
+                self._log(now, "Pending", wl, e.reason, e.message)
+
+    def _preempt(self, target: Target, preemptor: Workload, local: dict, tasks_of: list, s: State, now: float,
+                 decisions: Decisions) -> None:
+        wl = target.workload
+        if wl.evicted_by == "Preempted" and wl.evicted_at is not None and wl.evicted_at >= (wl.admitted_at or 0.0):
+            return  # already preempted, its pods are terminating
+        wl.evicted_by, wl.evicted_at = "Preempted", now
+        message = preempted_message(preemptor, target, self.tree)
+        self._log(now, "Preempted", wl, target.reason, message)
+        j = local.get(wl.name)
+        held = tasks_of[j][np.isin(s.task_status[tasks_of[j]], _RUNNING)] if j is not None else []
+        for t in held:
+            decisions.evictions.append(Eviction(int(t), "kueue", message))
+
+    def _bind(self, p: Problem, s: State, local: dict, tasks_of: list, decisions: Decisions,
+              phase: np.ndarray) -> None:
+        """Place the pending pods of admitted workloads (kube-scheduler: feasible node, least allocated)."""
+        free = p.node_allocatable - s.node_used
+        for name, j in local.items():
+            wl = self.workloads.get(name)
+            admitted = name in self.unmanaged or (wl is not None and name in self.admitted and not wl.evicted)
+            if not admitted:
+                continue
+            for t in tasks_of[j]:
+                if s.task_status[t] != TaskStatus.PENDING:
+                    continue
+                ok = p.class_node_ok[p.task_class[t]] & p.node_schedulable
+                if wl is not None:
+                    role = p.role_names[p.task_role[t]]
+                    index = next(i for i, ps in enumerate(wl.podsets) if ps.name == role)
+                    for flavor in set(wl.flavors[index].values()):
+                        ok = ok & self.flavor_nodes[flavor]
+                request = p.task_request[t]
+                fits = ok & (free >= request - 1e-9).all(axis=1)
+                if not fits.any():
+                    continue
+                share = np.where(p.node_allocatable > 0, (free - request) / np.maximum(p.node_allocatable, 1e-12), 0)
+                score = np.where(fits, share.mean(axis=1), -np.inf)
+                node = int(np.argmax(score))
+                free[node] -= request
+                decisions.binds.append(Placement(int(t), node, "kueue", "kube-scheduler: least allocated node"))
+
+
+_RUNNING = np.array([TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING], np.int8)
+_HOLDING = np.append(_RUNNING, np.int8(TaskStatus.RELEASING))
+
+
+def _local_queue(local_queues: list, namespace: str, queue: str) -> Any:
+    """The LocalQueue a job goes to: the one of its namespace named by its ``queue``, else the only one."""
+    mine = [lq for lq in local_queues if lq.namespace == namespace]
+    named = [lq for lq in mine if lq.name == queue]
+    return named[0] if named else (mine[0] if len(mine) == 1 else None)
+
+
+def simulate_kueue(scenario: Scenario) -> Result:
+    """Run a scenario under Kueue on the simulated clock (``labkit.engine.simulate`` for the clock)."""
+    if scenario.kueue is None:
+        raise SpecError("kueue", "a Kueue policy needs the scenario's kueue objects (clusterQueues, localQueues)")
+    placeholder = scenario.model_copy(update={"scheduler": Scheduler(policy="volcano-shipped")})
+    compiled = compile_scenario(placeholder)  # the Volcano conf is unused: Kueue decides, not a session
+    compiled = dataclasses.replace(compiled, scenario=compiled.scenario.model_copy(
+        update={"scheduler": scheduler_of(scenario)}))
+    sim = KueueSimulation(compiled, lambda p, s: Decisions())
+    sim.session = KueueSession(compiled, sim)
+    sim.run()
+    return result_of(compiled, record_of(sim))

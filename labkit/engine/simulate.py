@@ -474,6 +474,10 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
 
     if policy is not None:
         scenario = with_policy(scenario, policy)
+    if session is None and spec.scheduler_of(scenario).kueue is not None:
+        from .kueue import simulate_kueue
+
+        return simulate_kueue(scenario)
     compiled = compile_scenario(scenario)
     sim = Simulation(compiled, session or run_session)
     sim.run()
@@ -482,7 +486,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
 
 def with_policy(scenario: Scenario, name: str) -> Scenario:
     """The scenario under the named scheduler policy instead of its own."""
-    spec.policy(name)  # unknown names fail here, naming --policy
+    spec.policy_scheduler(name)  # unknown names fail here, naming --policy
     data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
     data["scheduler"] = {**{k: v for k, v in data.get("scheduler", {}).items() if k != "conf"}, "policy": name}
     return spec.validate(data)
