@@ -102,6 +102,10 @@ def load_trace(path: Path, quick: bool) -> dict:
         return traces.elasticflow(csv, gpus=256)
 
 
+def job_gpus(job: dict) -> int:
+    return sum(t["replicas"] * t["resources"].get(traces.GPU, 0) for t in job["tasks"])
+
+
 def compare(ours: pd.Series, theirs: pd.Series) -> dict:
     """Start-time agreement: equal count and the first jobs (by submit order) that differ."""
     theirs = theirs.reindex(ours.index)
@@ -126,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
                         "S-Lab-System-Group/HeliosArtifact)")
     parser.add_argument("--trace", type=Path, default=TRACES / "elasticflow-cluster03.csv")
     parser.add_argument("--engine", default="auto", help="auto, numba or reference (when labkit has engines)")
+    parser.add_argument("--gpus", type=int, action="append", help="keep only jobs of this many GPUs (repeatable): "
+                        "with one size, backfill past the head never happens, so every start time must agree")
     parser.add_argument("--quick", action="store_true", help="100 jobs, for tests")
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = parser.parse_args(argv)
@@ -134,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     progress = Progress(2 if folder else 1, "bench_peer")
     try:
         fragment = load_trace(args.trace, args.quick)
+        if args.gpus:
+            fragment["jobs"] = [j for j in fragment["jobs"] if job_gpus(j) in args.gpus]
         scenario = spec.validate({**fragment, "name": "elasticflow-cluster03", "scheduler": {"policy": POLICY}})
         period = float(scenario.scheduler.schedule_period)
         progress.start(f"labkit {POLICY}")
