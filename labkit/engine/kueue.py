@@ -956,6 +956,7 @@ class KueueSession:
         wait = min(strategy.backoff_base_seconds * 2 ** (n - 1), strategy.backoff_max_seconds)
         self.requeue_at[wl.name] = now + wait
         self.sim.wake(now + wait)
+        self._log(now, "Requeued", wl, "PodsReadyTimeout", f"requeue {n}, back in the queue after {wait}s")
 
     def _pods_ready(self, p: Problem, s: State, local: dict, tasks_of: list, now: float,
                     decisions: Decisions) -> bool:
@@ -964,7 +965,7 @@ class KueueSession:
         if not self.ready.enable:
             return False
         waiting = False
-        for name, wl in self.admitted.items():
+        for name, wl in list(self.admitted.items()):
             j = local.get(name)
             if wl.evicted or j is None:
                 continue
@@ -979,8 +980,14 @@ class KueueSession:
             wl.evicted, wl.evicted_by, wl.evicted_at = True, "PodsReadyTimeout", now
             message = f"Exceeded the PodsReady timeout {name}"
             self._log(now, "Evicted", wl, "PodsReadyTimeout", message)
-            for t in tasks_of[j][np.isin(status, _RUNNING)]:
+            running = tasks_of[j][np.isin(status, _RUNNING)]
+            for t in running:
                 decisions.evictions.append(Eviction(int(t), "kueue", message))
+            if not np.isin(status, _HOLDING).any():  # no pod holds resources: the quota goes back now
+                self.tree.remove(wl)
+                del self.admitted[name]
+                self.inadmissible.clear()
+                self._requeue(wl, now)
         return waiting
 
     def _heads(self, now: float, blocked: set[str]) -> list[Workload]:

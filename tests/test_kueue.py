@@ -1,0 +1,159 @@
+"""Kueue: the oracle cases, the scenario objects and their errors, diagnosis strings, the clock."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from test_spec import run_cli
+
+import labkit
+from labkit import spec
+from labkit.conformance import format_report, run_cases
+from labkit.engine import kueue as k
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "labkit" / "conformance" / "kueue-cases.yaml"
+EXAMPLE = ROOT / "examples" / "kueue-cohort.yaml"
+
+
+@pytest.mark.parametrize("result", run_cases(CASES), ids=lambda r: r.id)
+def test_oracle_case(result):
+    assert result.passed, result.reason
+
+
+def test_conformance_cli_reads_the_kueue_format():
+    out = run_cli("conformance", str(CASES))
+    assert out.returncode == 0, out.stdout
+    n = len(yaml.safe_load(CASES.read_text())["cases"])
+    assert out.stdout.splitlines()[-1] == f"{n} passed, 0 failed"
+    assert format_report(run_cases(CASES)).splitlines()[-1] == f"{n} passed, 0 failed"
+
+
+def example(**changes) -> dict:
+    data = yaml.safe_load(EXAMPLE.read_text())
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize("edit, where, message", [
+    (lambda d: d["kueue"]["clusterQueues"][0]["resourceGroups"][0]["flavors"][0]["resources"][0].update(
+        nominalQuota=-1), "kueue.clusterQueues[0].resourceGroups[0].flavors[0].resources[0].nominalQuota",
+     "must be >= 0"),
+    (lambda d: d["kueue"]["resourceFlavors"].append({"name": "spare"}), "kueue.resourceFlavors[2]",
+     "ResourceFlavor 'spare' is in no resourceGroup"),
+    (lambda d: d["kueue"].update(cohorts=[{"name": "research", "parentName": "org"},
+                                          {"name": "org", "parentName": "research"}]),
+     "kueue.cohorts[0].parentName", "cohort cycle research -> org -> research"),
+    (lambda d: d["kueue"]["clusterQueues"][0]["resourceGroups"][0]["flavors"][0].update(name="v100"),
+     "kueue.clusterQueues[0].resourceGroups[0].flavors[0].name", "no ResourceFlavor named 'v100'"),
+    (lambda d: d["kueue"]["localQueues"][0].update(clusterQueue="nosuch"), "kueue.localQueues[0].clusterQueue",
+     "no ClusterQueue named 'nosuch'"),
+    (lambda d: d["kueue"]["clusterQueues"][1].pop("cohortName"),
+     "kueue.clusterQueues[1].resourceGroups[0].flavors[0].resources[0].borrowingLimit",
+     "must be unset without a cohort"),
+])
+def test_bad_kueue_objects_are_one_line_exit_2(tmp_path, edit, where, message):
+    data = example()
+    edit(data)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = run_cli("validate", str(path))
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"labkit: error: {where}: {message}"
+
+
+def test_kueue_objects_round_trip():
+    scenario = spec.load(EXAMPLE)
+    assert spec.loads(spec.dump(scenario)) == scenario
+    assert spec.scheduler_of(scenario).kueue.wait_for_pods_ready.enable
+
+
+def _tree(groups_quota: dict, cohort: str | None = None) -> k.Tree:
+    cq = k.ClusterQueue("cq", [k.ResourceGroup(("cpu", "memory"), tuple(groups_quota))],
+                        {(f, r): k.Quota(v) for f, res in groups_quota.items() for r, v in res.items()})
+    return k.Tree([cq], [], {"cq": cohort})
+
+
+def test_diagnosis_strings_as_kueue_writes_them():
+    tree = _tree({"default": {"cpu": 6, "memory": 3 * 2**30}})
+    wl = k.Workload("w", "cq", [k.PodSet("main", 4, {"cpu": 2, "memory": 2**30})])
+    [entry] = k.schedule(tree, [wl])
+    assert entry.status == "pending" and entry.reason == "WaitingForQuota"
+    assert entry.message == ("couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default, "
+                             "previously considered podsets requests (0) + current podset request (8) > maximum "
+                             "capacity (6), insufficient quota for memory in flavor default, previously considered "
+                             "podsets requests (0) + current podset request (4Gi) > maximum capacity (3Gi)")
+    other = k.Workload("o", "cq", [k.PodSet("main", 1, {"cpu": 5})])
+    assert k.schedule(tree, [other])[0].message == "Quota reserved in ClusterQueue cq"
+    [entry] = k.schedule(tree, [k.Workload("late", "cq", [k.PodSet("main", 1, {"cpu": 2})])])
+    assert entry.message == ("couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+                             "default, 1 more needed")
+
+
+def test_flavors_are_tried_in_order_and_partial_admission_shrinks_the_count():
+    tree = _tree({"a100": {"cpu": 4}, "h100": {"cpu": 8}})
+    wl = k.Workload("w", "cq", [k.PodSet("main", 6, {"cpu": 1})])
+    [entry] = k.schedule(tree, [wl])
+    assert entry.workload.flavors == [{"cpu": "h100"}]
+    partial = k.Workload("p", "cq", [k.PodSet("main", 10, {"cpu": 1}, min_count=2)])
+    [entry] = k.schedule(tree, [partial])
+    assert entry.status == "admitted" and entry.workload.counts == [4]  # 4 of a100 left; h100 has 2
+
+
+def test_simulated_reclaim_preempts_the_borrower():
+    result = labkit.simulate(spec.load(EXAMPLE))
+    jobs = result.jobs.set_index("name")
+    assert (result.jobs.state == "Completed").all()
+    assert jobs.loc["b-big", "evictions"] == 2 and jobs.loc["a-train", "wait"] < 60
+    preempted = result.events[result.events.kind == "Preempted"]
+    assert list(preempted.reason) == ["InCohortReclamation"]
+    assert preempted.message.iloc[0] == (
+        "Preempted to accommodate a workload (UID: team-a/a-train) due to reclamation within the cohort; "
+        "preemptor path: /research/team-a; preemptee path: /research/team-b")
+
+
+def test_policy_flag_selects_kueue():
+    data = example(scheduler={"policy": "volcano-shipped"})
+    result = labkit.simulate(spec.validate(data), policy="kueue")
+    assert "QuotaReserved" in set(result.events.kind)
+
+
+def _unplaceable(**ready) -> dict:
+    """Quota for 24 GPUs on two 8-GPU a100 nodes and three 6-GPU pods: admitted, never all running."""
+    data = example(jobs=[{"name": "huge", "namespace": "team-a", "duration": "1h",
+                          "tasks": [{"replicas": 3, "resources": {"nvidia.com/gpu": 6}}]}], horizon="3h")
+    data["kueue"]["clusterQueues"][0]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 24
+    data["scheduler"] = {"kueue": {"waitForPodsReady": {"enable": True, "timeout": "10m", **ready}}}
+    return data
+
+
+def test_wait_for_pods_ready_evicts_and_requeues_with_backoff():
+    ev = labkit.simulate(spec.validate(_unplaceable())).events
+    evicted = ev[(ev.kind == "Evicted") & (ev.reason == "PodsReadyTimeout")]
+    admitted = list(ev[ev.kind == "QuotaReserved"].time)
+    requeued = list(ev[ev.kind == "Requeued"].time)
+    assert evicted.message.iloc[0] == "Exceeded the PodsReady timeout team-a/huge"
+    assert evicted.time.iloc[0] == admitted[0] + 600
+    assert [a - r for r, a in zip(requeued, admitted[1:4])] == [60, 120, 240]
+
+
+def test_backoff_limit_deactivates():
+    data = _unplaceable(requeuingStrategy={"backoffLimitCount": 1})
+    ev = labkit.simulate(spec.validate(data)).events
+    assert list(ev[ev.kind == "Deactivated"].reason) == ["RequeuingLimitExceeded"]
+    assert len(ev[ev.kind == "QuotaReserved"]) == 2
+
+
+def test_strict_fifo_head_blocks_best_effort_does_not():
+    def run(strategy: str):
+        data = example(jobs=[
+            {"name": "big", "namespace": "team-b", "tasks": [{"resources": {"nvidia.com/gpu": 8}, "replicas": 3}],
+             "duration": "1h"},
+            {"name": "small", "namespace": "team-b", "submit": 1, "tasks": [{"resources": {"nvidia.com/gpu": 4}}],
+             "duration": "1h"}])
+        data["kueue"]["clusterQueues"][1]["queueingStrategy"] = strategy
+        data["kueue"]["clusterQueues"][1]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"] = 0
+        return labkit.simulate(spec.validate(data)).jobs.set_index("name")
+
+    assert run("BestEffortFIFO").loc["small", "state"] == "Completed"
+    assert run("StrictFIFO").loc["small", "state"] == "Pending"
