@@ -79,12 +79,15 @@ def fragmentation(strategy: str = "least", nodes: int = 4) -> Scenario:
 
 
 def fragmentation_snapshot(strategy: str = "least", nodes: int = 4, placed: list[int] | None = None) -> Scenario:
-    """The moment tp8 arrives: resident-i Running on gpu-placed[i] (default one per node), tp8 Inqueue."""
+    """The moment tp8 arrives: resident-i Running on gpu-placed[i] (default one per node), tp8 Inqueue.
+
+    Residents beyond `len(placed)` are Inqueue too, so one session places them (in order) before tp8.
+    """
     data = fragmentation(strategy, nodes).model_dump(mode="json", by_alias=True, exclude_unset=True)
     placed = list(range(nodes)) if placed is None else placed
-    for job, node in zip(data["jobs"][:-1], placed):
-        job["status"] = {"phase": "Running", "running": {"worker": [f"gpu-{node}"]}}
+    for i, job in enumerate(data["jobs"]):
         job["submit"] = 0
-    data["jobs"][-1]["status"] = {"phase": "Inqueue"}
-    data["jobs"][-1]["submit"] = 0
+        job["status"] = {"phase": "Inqueue"}
+        if i < len(placed) and i < nodes:
+            job["status"] = {"phase": "Running", "running": {"worker": [f"gpu-{placed[i]}"]}}
     return spec.validate(data)

@@ -39,8 +39,9 @@ def strip_solutions(source: str) -> str:
 
 
 def student_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The lab: solutions stripped, every output and execution count cleared, cell ids kept."""
+    """The lab: solutions stripped, every output, execution count and saved widget state cleared, cell ids kept."""
     lab = nbformat.from_dict(nb)
+    lab.metadata.pop("widgets", None)
     for cell in lab.cells:
         if cell.cell_type == "code":
             cell.source = strip_solutions(cell.source)
