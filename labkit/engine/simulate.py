@@ -488,5 +488,6 @@ def with_policy(scenario: Scenario, name: str) -> Scenario:
     """The scenario under the named scheduler policy instead of its own."""
     spec.policy_scheduler(name)  # unknown names fail here, naming --policy
     data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    data["scheduler"] = {**{k: v for k, v in data.get("scheduler", {}).items() if k != "conf"}, "policy": name}
+    sections = ("conf", "slurm", "kueue", "kube")
+    data["scheduler"] = {**{k: v for k, v in data.get("scheduler", {}).items() if k not in sections}, "policy": name}
     return spec.validate(data)

@@ -53,7 +53,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
 
     kueue.check(scenario)
     sched = scenario.scheduler
-    if sched.conf is None and sched.slurm is None and sched.kueue is None:
+    if sched.section is None:
         known = sorted(policies)
         if sched.policy is None:
             raise SpecError("scheduler", "give a policy (one of " + ", ".join(known) + ") or a conf")
@@ -66,6 +66,7 @@ def _check_slurm(scenario: Scenario) -> None:
     slurm = scenario.slurm
     partitions = [p.name for p in slurm.partitions] if slurm else []
     qos = [q.name for q in slurm.qos] if slurm else []
+    known_qos = set(qos) | {"normal"}  # sacctmgr creates QOS normal
     pools = [p.name for p in scenario.cluster.pools]
     if slurm:
         _unique("slurm.partitions", partitions, "partition")
@@ -78,17 +79,40 @@ def _check_slurm(scenario: Scenario) -> None:
             raise SpecError("slurm.partitions", "only one partition may be the default")
         for i, q in enumerate(slurm.qos):
             for k, other in enumerate(q.preempt):
-                if other not in qos:
+                if other not in known_qos:
                     raise SpecError(f"slurm.qos[{i}].preempt[{k}]", f"no QOS named {other!r}")
+        _check_associations(slurm)
     for i, job in enumerate(scenario.jobs):
         if job.partition is not None and job.partition not in partitions:
             raise SpecError(f"jobs[{i}].partition", f"no partition named {job.partition!r} ({_listing(set(partitions))})")
-        if job.qos is not None and job.qos not in qos:
-            raise SpecError(f"jobs[{i}].qos", f"no QOS named {job.qos!r} ({_listing(set(qos))})")
+        if job.qos is not None and job.qos not in known_qos:
+            raise SpecError(f"jobs[{i}].qos", f"no QOS named {job.qos!r} ({_listing(known_qos)})")
         if job.time_limit is not None and job.partition is not None:
             part = slurm.partitions[partitions.index(job.partition)]
             if part.max_time is not None and parse_duration(job.time_limit) > parse_duration(part.max_time):
                 raise SpecError(f"jobs[{i}].timeLimit", f"exceeds partition {part.name}'s MaxTime ({part.max_time})")
+
+
+def _check_associations(slurm) -> None:
+    """Accounts hang under root or another account, without cycles; users charge an existing account."""
+    accounts = [a.name for a in slurm.accounts]
+    _unique("slurm.accounts", accounts, "account")
+    _unique("slurm.users", [u.name for u in slurm.users], "user")
+    parents = {a.name: a.parent for a in slurm.accounts}
+    for i, account in enumerate(slurm.accounts):
+        if account.name == "root":
+            raise SpecError(f"slurm.accounts[{i}].name", "account 'root' is Slurm's own; give your accounts other names")
+        chain, current = [account.name], account.parent
+        while current != "root":
+            if current not in parents:
+                raise SpecError(f"slurm.accounts[{i}].parent", f"no account named {current!r}")
+            if current in chain:
+                raise SpecError(f"slurm.accounts[{i}].parent", "accounts form a cycle: " + " -> ".join(chain + [current]))
+            chain.append(current)
+            current = parents[current]
+    for i, user in enumerate(slurm.users):
+        if user.parent != "root" and user.parent not in parents:
+            raise SpecError(f"slurm.users[{i}].parent", f"no account named {user.parent!r} ({_listing(set(accounts))})")
 
 
 def _unique(path: str, names: list[str], what: str) -> None:

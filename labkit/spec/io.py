@@ -56,7 +56,8 @@ def preset(name: str) -> Scenario:
 
 
 def policy_scheduler(name: str) -> Scheduler:
-    """The scheduler section a policy name stands for: Volcano's `conf` or Slurm's `slurm` keys."""
+    """The scheduler section a policy name stands for: Volcano's `conf`, Slurm's `slurm` keys, Kueue's
+    `kueue` Configuration or a `kube` KubeSchedulerConfiguration."""
     if name not in policy_names():
         raise SpecError("--policy", f"unknown policy {name!r}; known: {', '.join(policy_names())}")
     data = yaml.safe_load((_POLICIES / f"{name}.yaml").read_text(encoding="utf-8"))
@@ -161,7 +162,7 @@ def resolve(scenario: Scenario) -> Scenario:
         given.setdefault("namespace", job.namespace)
         given.setdefault("queue", job.queue)
     sched = data.setdefault("scheduler", {})
-    if scenario.scheduler.conf is None and scenario.scheduler.slurm is None and scenario.scheduler.kueue is None:
+    if scenario.scheduler.section is None:
         name = scenario.scheduler.policy or "volcano-shipped"
         behind = policy_scheduler(name).model_dump(mode="json", by_alias=True, exclude_unset=True)
         sched.update(behind)
@@ -172,7 +173,7 @@ def resolve(scenario: Scenario) -> Scenario:
 def scheduler_of(scenario: Scenario) -> Scheduler:
     """The scheduler section a scenario runs under, with a policy name replaced by what it stands for."""
     sched = scenario.scheduler
-    if sched.conf is not None or sched.slurm is not None or sched.kueue is not None:
+    if sched.section is not None:
         return sched
     behind = policy_scheduler(sched.policy or "volcano-shipped")
     return behind.model_copy(update={"schedule_period": sched.schedule_period})
@@ -182,5 +183,5 @@ def conf_of(scenario: Scenario) -> SchedulerConf:
     """The Volcano conf a scenario runs under (SpecError when it runs under Slurm)."""
     conf = scheduler_of(scenario).conf
     if conf is None:
-        raise SpecError("scheduler", "this scenario runs under a Slurm or Kueue policy, not a Volcano conf")
+        raise SpecError("scheduler", "this scenario runs under a Slurm, Kueue or kube-scheduler policy, not a Volcano conf")
     return conf

@@ -471,35 +471,78 @@ class Workload(Model):
 # ---------------------------------------------------------------------------------------- slurm
 
 
+PreemptMode = Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"]
+
+SLURM_TRES = ("cpu", "mem", "node", "gres/gpu")
+"""The TRES a QOS limit or PriorityWeightTRES may name (mem in MB, as Slurm counts it)."""
+
+
+def _tres_names(value: dict[str, Any]) -> dict[str, Any]:
+    for name in value:
+        if name not in SLURM_TRES:
+            raise ValueError(f"{name!r} is not a TRES; Slurm names them {', '.join(SLURM_TRES)}")
+    return value
+
+
+TresList = Annotated[dict[str, Quantity], AfterValidator(_tres_names)]
+
+
 class SlurmPartition(Model):
-    """A slurm.conf PartitionName line: its node pools, tier, preemption mode and limits."""
+    """A slurm.conf PartitionName line: its node pools, tier, preemption mode (unset: the cluster's
+    PreemptMode), GraceTime and limits."""
 
     name: Namespace
     pools: list[str] | None = None
     default: bool = False
     priority_tier: int = Field(default=1, ge=0, le=65533)
     priority_job_factor: int = Field(default=1, ge=0, le=65533)
-    preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] = "OFF"
+    preempt_mode: PreemptMode | None = None
+    grace_time: Duration = 0
     max_time: PositiveDuration | None = None
     max_nodes: int | None = Field(default=None, ge=1)
 
 
 class SlurmQos(Model):
-    """A QOS (sacctmgr): priority, which QOS it may preempt, and its TRES limits."""
+    """A QOS (sacctmgr): priority, which QOS it may preempt, its PreemptMode (unset: the cluster's),
+    GraceTime and TRES limits (`gres/gpu=8,cpu=64`)."""
 
     name: Namespace
     priority: int = Field(default=0, ge=0)
     preempt: list[str] = []
-    preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] = "OFF"
-    grp_tres: ResourceList = Field(default={}, alias="grpTRES")
-    max_tres_per_user: ResourceList = Field(default={}, alias="maxTRESPerUser")
+    preempt_mode: PreemptMode | None = None
+    grace_time: Duration = 0
+    grp_tres: TresList = Field(default={}, alias="grpTRES")
+    max_tres_per_user: TresList = Field(default={}, alias="maxTRESPerUser")
+
+
+class SlurmAccount(Model):
+    """An account association (sacctmgr add account): its parent and FairShare (raw shares, or `parent`)."""
+
+    name: Namespace
+    parent: str = "root"
+    fairshare: int | Literal["parent"] = 1
+
+    @field_validator("fairshare")
+    @classmethod
+    def _shares(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 0:
+            raise ValueError("must be >= 0 or 'parent'")
+        return value
+
+
+class SlurmUser(SlurmAccount):
+    """A user association (sacctmgr add user): the account it charges (`parent`) and its FairShare."""
 
 
 class SlurmCluster(Model):
-    """The Slurm side of the cluster: partitions over node pools, and QOS."""
+    """The Slurm side of the cluster: partitions over node pools, QOS, and the association tree
+    (accounts and users) fair-share ranks. A job's user is `user` (default: its namespace); a user
+    not listed is a user of account root with FairShare=1."""
 
     partitions: list[SlurmPartition] = []
     qos: list[SlurmQos] = []
+    accounts: list[SlurmAccount] = []
+    users: list[SlurmUser] = []
 
 
 class SlurmConf(BaseModel):
@@ -519,13 +562,44 @@ class SlurmConf(BaseModel):
     priority_max_age: Duration = "7d"
     priority_favor_small: bool = False
     priority_flags: str = ""
+    priority_calc_period: PositiveDuration = "5m"
+    fair_share_dampening_factor: int = Field(default=1, ge=1)
     preempt_type: Literal["preempt/none", "preempt/partition_prio", "preempt/qos"] = "preempt/none"
-    preempt_mode: Literal["OFF", "CANCEL", "REQUEUE", "SUSPEND"] = "OFF"
+    preempt_mode: PreemptMode = "OFF"
+    job_requeue: int = Field(default=1, ge=0, le=1)
+    accounting_storage_type: Literal["accounting_storage/none", "accounting_storage/slurmdbd"] = \
+        "accounting_storage/none"
+    accounting_storage_enforce: str = ""
+
+    @field_validator("priority_flags")
+    @classmethod
+    def _flags(cls, value: str) -> str:
+        for flag in _items(value):
+            if flag not in PRIORITY_FLAGS:
+                raise ValueError(f"{flag!r} is not simulated; PriorityFlags known here: {', '.join(PRIORITY_FLAGS)}")
+        return value
+
+    @field_validator("priority_weight_t_r_e_s")
+    @classmethod
+    def _tres_weights(cls, value: str) -> str:
+        for item in _items(value):
+            key, _, number = item.partition("=")
+            if key.lower() not in SLURM_TRES or not number.isdigit():
+                raise ValueError(f"{item!r}: expected TRES=weight with TRES one of {', '.join(SLURM_TRES)}")
+        return value
+
+    @field_validator("accounting_storage_enforce")
+    @classmethod
+    def _enforce(cls, value: str) -> str:
+        for item in _items(value):
+            if item not in ("associations", "limits", "qos", "safe", "nojobs", "nosteps", "wckeys"):
+                raise ValueError(f"{item!r} is not an AccountingStorageEnforce option")
+        return value
 
     @field_validator("scheduler_parameters")
     @classmethod
     def _parameters(cls, value: str) -> str:
-        for item in filter(None, (p.strip() for p in value.split(","))):
+        for item in _items(value):
             key, _, number = item.partition("=")
             if number and not number.lstrip("-").isdigit():
                 raise ValueError(f"{key}={number!r}: expected a whole number")
@@ -534,10 +608,34 @@ class SlurmConf(BaseModel):
     def parameters(self) -> dict[str, int | bool]:
         """SchedulerParameters as a dict: `bf_interval=5,bf_continue` -> {bf_interval: 5, bf_continue: True}."""
         out: dict[str, int | bool] = {}
-        for item in filter(None, (p.strip() for p in self.scheduler_parameters.split(","))):
+        for item in _items(self.scheduler_parameters):
             key, _, number = item.partition("=")
             out[key] = int(number) if number else True
         return out
+
+    def flags(self) -> set[str]:
+        return set(_items(self.priority_flags))
+
+    def tres_weights(self) -> dict[str, int]:
+        """PriorityWeightTRES as {TRES: weight}: `CPU=1000,GRES/gpu=3000` -> {cpu: 1000, gres/gpu: 3000}."""
+        return {k.lower(): int(v) for k, _, v in (item.partition("=") for item in _items(self.priority_weight_t_r_e_s))}
+
+    @property
+    def slurmdbd(self) -> bool:
+        """Age, fair-share, QOS and association limits need slurmdbd ("... can only be used with SlurmDBD")."""
+        return self.accounting_storage_type == "accounting_storage/slurmdbd"
+
+    def enforces_limits(self) -> bool:
+        return self.slurmdbd and bool({"limits", "qos", "safe"} & set(_items(self.accounting_storage_enforce)))
+
+
+PRIORITY_FLAGS = ("ACCRUE_ALWAYS", "NO_FAIR_TREE", "NO_NORMAL_PART", "NO_NORMAL_QOS", "NO_NORMAL_TRES",
+                  "SMALL_RELATIVE_TO_TIME")
+
+
+def _items(text: str) -> list[str]:
+    """A slurm.conf comma list, blanks dropped."""
+    return [p.strip() for p in text.split(",") if p.strip()]
 
 
 # ---------------------------------------------------------------------------------------- scheduler
@@ -666,19 +764,33 @@ def _conf_text(value: Any) -> Any:
     return value
 
 
+from .kube import KubeSchedulerConfiguration  # kube-scheduler's configuration builds on the Model above
 from .kueue import Kueue, KueueConfiguration  # Kueue's objects build on the Model above
 
 
 class Scheduler(Model):
     """The policy: a named preset (`labkit presets`), Volcano's own conf, slurm.conf's scheduling
-    keys (`slurm`) or Kueue's Configuration (`kueue`); an explicit `conf`/`slurm`/`kueue` wins over
-    the preset name, which is then a label."""
+    keys (`slurm`), Kueue's Configuration (`kueue`) or a KubeSchedulerConfiguration (`kube`); an
+    explicit section wins over the preset name, which is then a label."""
 
     policy: str | None = None
     conf: Annotated[SchedulerConf | None, BeforeValidator(_conf_text)] = None
     slurm: SlurmConf | None = None
     kueue: KueueConfiguration | None = None
+    kube: KubeSchedulerConfiguration | None = None
     schedule_period: PositiveDuration = 1
+
+    @model_validator(mode="after")
+    def _one_section(self) -> Scheduler:
+        given = [name for name in ("conf", "slurm", "kueue", "kube") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of conf, slurm, kueue or kube, not {' and '.join(given)}")
+        return self
+
+    @property
+    def section(self) -> str | None:
+        """Which scheduler section is given (`conf`, `slurm`, `kueue`, `kube`), None for a bare policy name."""
+        return next((name for name in ("conf", "slurm", "kueue", "kube") if getattr(self, name) is not None), None)
 
 
 # ---------------------------------------------------------------------------------------- scenario
