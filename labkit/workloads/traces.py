@@ -140,7 +140,7 @@ def swf(path: str | Path, *, n: int | None = None, window: tuple | None = None, 
         per_node: int = 64, nodes: int | None = None) -> dict:
     """A Standard Workload Format log (Parallel Workloads Archive): 18 whitespace-separated fields,
     `;` comments. Processors (allocated, else requested) become `resource` units in pods of at
-    most `per_node`; requested time becomes `timeLimit`. `tenant` is the SWF field that names the
+    most `per_node`; requested time becomes `timeLimit` (at least the run time). `tenant` is the SWF field that names the
     tenant: "user" (12), "group" (13), "queue" (15) or "partition" (16). Jobs with run time 0 or -1
     (unknown: cancelled before they ran) are skipped; `nodes` adds a cluster of that many nodes."""
     fields = {"user": 11, "group": 12, "queue": 14, "partition": 15}
