@@ -157,3 +157,21 @@ def test_strict_fifo_head_blocks_best_effort_does_not():
 
     assert run("BestEffortFIFO").loc["small", "state"] == "Completed"
     assert run("StrictFIFO").loc["small", "state"] == "Pending"
+
+
+def test_hierarchical_cohort_quota_and_lending():
+    """resource_node.go on a two-level tree: a sub-cohort lends only above its lendingLimit's kept part."""
+    fr = ("default", "cpu")
+
+    def cq(name: str, nominal: float) -> k.ClusterQueue:
+        return k.ClusterQueue(name, [k.ResourceGroup(("cpu",), ("default",))], {fr: k.Quota(nominal)})
+
+    right = k.Cohort("right", {fr: k.Quota(0, lending_limit=2)})
+    tree = k.Tree([cq("cq1", 4), cq("cq2", 0), cq("cq3", 6)], [k.Cohort("left"), right, k.Cohort("org")],
+                  {"cq1": "left", "cq2": "left", "cq3": "right", "left": "org", "right": "org"})
+    assert tree.cohorts["org"].subtree_quota(fr) == 6  # left lends 4, right only 2 of its 6
+    assert tree.cqs["cq2"].available(fr) == tree.cqs["cq2"].potential_available(fr) == 6
+    assert tree.cqs["cq3"].available(fr) == 10
+    tree.add(k.Workload("w", "cq3", [k.PodSet("main", 1, {"cpu": 5})], usage={fr: 5.0}))
+    assert tree.cqs["cq2"].available(fr) == 5  # cq3's 5 take 1 of the 2 right lends
+    assert tree.cqs["cq3"].path() == "/org/right/cq3"
