@@ -372,7 +372,7 @@ def _assign_counts(cq: ClusterQueue, wl: Workload, counts: list[int], fair: bool
     """Assign a flavor per resource group to each podset with the given pod counts."""
     usage: dict[FR, float] = {}
     flavors: list[dict[str, str]] = []
-    worst, borrowing = FIT, 0
+    worst, borrowing, message = FIT, 0, ""
     for ps, count in zip(wl.podsets, counts):
         chosen: dict[str, str] = {}
         requested = [r for r, v in ps.requests.items() if v > 0]
@@ -669,8 +669,11 @@ def _fair_targets(tree: Tree, wl: Workload, cq: ClusterQueue, frs: set[FR], requ
         return groups
 
     def pop_highest(groups: dict[str, list[Workload]]) -> str:
-        return max(groups, key=lambda name: (tree.cqs[name].dominant_resource_share(),
-                                             _neg(candidates_ordering(groups[name][0], cq.name))))
+        """The CQ with the highest DRS; on ties, the one whose first candidate orders first."""
+        shares = {name: tree.cqs[name].dominant_resource_share() for name in groups}
+        top = max(shares.values())
+        return min((name for name in groups if shares[name] == top),
+                   key=lambda name: candidates_ordering(groups[name][0], cq.name))
 
     targets: list[Target] = []
     fits = False
@@ -719,11 +722,6 @@ def _fair_targets(tree: Tree, wl: Workload, cq: ClusterQueue, frs: set[FR], requ
     for t in targets:
         tree.add(t.workload)
     return targets if fits else []
-
-
-def _neg(key: tuple) -> tuple:
-    """Reverse a candidate-ordering key so that ``max`` picks the first candidate on DRS ties."""
-    return tuple(-x if isinstance(x, (int, float)) else tuple(-ord(ch) for ch in x) for x in key)
 
 
 def get_targets(tree: Tree, wl: Workload, need: dict[FR, float], requests: dict[FR, float], fair: bool = False,
@@ -910,8 +908,8 @@ class KueueSession:
         local = {name: j for j, name in enumerate(p.job_names)}
         tasks_of = [np.flatnonzero(p.task_job == j) for j in range(p.n_jobs)]
         decisions = Decisions()
-        self._release(p, s, local, tasks_of, now)
-        waiting = self._pods_ready(p, s, local, tasks_of, now, decisions)
+        self._release(s, local, tasks_of, now)
+        waiting = self._pods_ready(s, local, tasks_of, now, decisions)
         self._admit(local, now, decisions, tasks_of, s, waiting)
         phase = s.job_phase.copy()
         for name, j in local.items():
@@ -921,14 +919,14 @@ class KueueSession:
                     phase[j] = PodGroupPhase.INQUEUE
             elif wl is not None and phase[j] != PodGroupPhase.COMPLETED and name not in self.admitted:
                 phase[j] = PodGroupPhase.PENDING
-        self._bind(p, s, local, tasks_of, decisions, phase)
+        self._bind(p, s, local, tasks_of, decisions)
         decisions.state = dataclasses.replace(s, job_phase=phase)
         return decisions
 
     def _log(self, now: float, kind: str, wl: Workload, reason: str, message: str) -> None:
         self.sim._log(now, kind, self.full_index[wl.name], reason=reason, message=message)
 
-    def _release(self, p: Problem, s: State, local: dict, tasks_of: list, now: float) -> None:
+    def _release(self, s: State, local: dict, tasks_of: list, now: float) -> None:
         """Finished workloads and evicted ones whose pods are gone give their quota back."""
         for name, wl in list(self.admitted.items()):
             j = local.get(name)
@@ -958,8 +956,7 @@ class KueueSession:
         self.sim.wake(now + wait)
         self._log(now, "Requeued", wl, "PodsReadyTimeout", f"requeue {n}, back in the queue after {wait}s")
 
-    def _pods_ready(self, p: Problem, s: State, local: dict, tasks_of: list, now: float,
-                    decisions: Decisions) -> bool:
+    def _pods_ready(self, s: State, local: dict, tasks_of: list, now: float, decisions: Decisions) -> bool:
         """waitForPodsReady: evict an admitted workload whose pods are not all running in time.
         True when some admitted workload is still waiting for its pods (blockAdmission)."""
         if not self.ready.enable:
@@ -990,9 +987,10 @@ class KueueSession:
                 self._requeue(wl, now)
         return waiting
 
-    def _heads(self, now: float, blocked: set[str]) -> list[Workload]:
+    def _heads(self, present: list[str], now: float, blocked: set[str]) -> list[Workload]:
+        """One head per ClusterQueue (``Heads``): the first of its heap among the admissible workloads."""
         pending: dict[str, Workload] = {}
-        for name in self._present:
+        for name in present:
             wl = self.workloads.get(name)
             if wl is None or name in self.admitted or name in self.inactive or name in self.inadmissible:
                 continue
@@ -1008,11 +1006,11 @@ class KueueSession:
                waiting: bool) -> None:
         """Admission cycles until every head is admitted, parked (BestEffortFIFO) or blocking its CQ;
         none while an admitted workload waits for its pods under blockAdmission."""
-        self._present = [name for name, j in local.items() if s.job_phase[j] != PodGroupPhase.COMPLETED]
+        present = [name for name, j in local.items() if s.job_phase[j] != PodGroupPhase.COMPLETED]
         if waiting and self.ready.block_admission:
             return
         blocked: set[str] = set()
-        while heads := self._heads(now, blocked):
+        while heads := self._heads(present, now, blocked):
             for e in schedule(self.tree, heads, now, self.fair, self.strategies):
                 wl, cq = e.workload, self.tree.cqs[e.workload.cq]
                 if e.status == "admitted":
@@ -1044,8 +1042,7 @@ class KueueSession:
         for t in held:
             decisions.evictions.append(Eviction(int(t), "kueue", message))
 
-    def _bind(self, p: Problem, s: State, local: dict, tasks_of: list, decisions: Decisions,
-              phase: np.ndarray) -> None:
+    def _bind(self, p: Problem, s: State, local: dict, tasks_of: list, decisions: Decisions) -> None:
         """Place the pending pods of admitted workloads (kube-scheduler: feasible node, least allocated)."""
         free = p.node_allocatable - s.node_used
         for name, j in local.items():
