@@ -129,6 +129,42 @@ class Ext(IntEnum):
     RESERVED_NODES = 19
 
 
+class Family(IntEnum):
+    """Which scheduler a :class:`Policy` configures. ``actions`` hold :class:`Action` for Volcano,
+    :class:`KubeAction` for kube-scheduler, :class:`SlurmAction` for Slurm. Engines other than the
+    reference one run ``VOLCANO`` only; the reference dispatches the others to ``kube.py``/``slurm.py``."""
+
+    VOLCANO = 0
+    KUBE = 1
+    SLURM = 2
+
+
+class KubeAction(IntEnum):
+    """kube-scheduler: the scheduling queue popping pods into scheduling cycles (``scheduleOne``)."""
+
+    SCHEDULE = 0
+
+
+class SlurmAction(IntEnum):
+    """slurmctld: the main scheduling loop (``job_scheduler.c schedule()``) and sched/backfill's pass."""
+
+    SCHED = 0
+    BACKFILL = 1
+
+
+class PreemptMode(IntEnum):
+    """Slurm PreemptMode (slurm.conf, partition or QOS); UNSET = take the cluster's."""
+
+    UNSET = -1
+    OFF = 0
+    CANCEL = 1
+    REQUEUE = 2
+    SUSPEND = 3
+
+
+SLURM_TRES = ("cpu", "mem", "node", "gres/gpu")
+"""The TRES columns of Slurm's limits and weights: cpu count, memory in MB, node count, GPUs."""
+
 ACTION_NAMES = {a.name.lower(): a for a in Action}
 PLUGIN_NAMES = {p.name.lower(): p for p in Plugin}
 EXT_NAMES = {
@@ -183,6 +219,18 @@ class Policy:
       (see :func:`plugin_arg` for the defaults).
     * ``plugin_resource_weights``: (P, R) float64, binpack per-resource weights
       (``binpack.cpu``, ``binpack.memory``, ``binpack.resources.<name>``); NaN = not scored.
+
+    The other families leave the plugin arrays empty and set:
+
+    * ``family``: :class:`Family`.
+    * ``action_period`` (A,) float64, seconds between runs of each action, and ``action_on_event``
+      (A,) bool, whether it also runs at the instant of a clock event (a submit, a completion);
+      None = every action on the ``schedulePeriod`` grid, after a change (Volcano's session loop).
+    * ``pods_at_submit``: the workload's pods exist from submit (a batch Job, an sbatch), not from
+      enqueue (a vcjob's pods appear after its PodGroup leaves Pending).
+    * ``requeue_hold``: seconds a job restarted by eviction waits before it may start again
+      (Slurm's requeued BeginTime, now + cred_expire 120 s + 1).
+    * ``kube`` (:class:`KubeArgs`), ``slurm`` (:class:`SlurmArgs`): the family's resolved settings.
     """
 
     actions: np.ndarray
@@ -191,6 +239,13 @@ class Policy:
     plugin_enabled: np.ndarray
     plugin_args: np.ndarray
     plugin_resource_weights: np.ndarray
+    family: int = Family.VOLCANO
+    action_period: np.ndarray | None = None
+    action_on_event: np.ndarray | None = None
+    pods_at_submit: bool = False
+    requeue_hold: float = 0.0
+    kube: KubeArgs | None = None
+    slurm: SlurmArgs | None = None
 
     @property
     def n_tiers(self) -> int:
@@ -200,6 +255,81 @@ class Policy:
         """Argument ``arg`` of plugin entry ``p``, or Volcano's default when not given."""
         value = self.plugin_args[p, arg]
         return ARG_DEFAULTS.get(arg, float("nan")) if np.isnan(value) else float(value)
+
+
+LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO = 0, 1, 2
+"""NodeResourcesFit scoringStrategy.type."""
+
+
+@dataclass(frozen=True)
+class KubeArgs:
+    """A kube-scheduler profile resolved to what the scheduling cycle reads.
+
+    * ``strategy``: NodeResourcesFit scoringStrategy.type; ``fit_weights`` (R,) int64 its resource
+      weights (0 = not scored); ``shape`` (S, 2) int64 RequestedToCapacityRatio points
+      (utilization 0..100, score already scaled x10 to 0..100).
+    * ``balanced`` (R,) bool: the resources NodeResourcesBalancedAllocation scores.
+    * ``fit_score_weight``, ``balanced_score_weight``: the two Score plugins' weights (0 = off).
+    * ``preemption``: DefaultPreemption is a PostFilter; ``min_candidate_percentage`` /
+      ``min_candidate_absolute`` its args.
+    * ``coscheduling``: the Coscheduling plugin (QueueSort, PreFilter, PostFilter, Permit);
+      ``permit_wait`` its permitWaitingTimeSeconds; ``pod_group_backoff`` podGroupBackoffSeconds.
+    * ``percentage_of_nodes_to_score``: 0 = adaptive (``numFeasibleNodesToFind``).
+    """
+
+    strategy: int
+    fit_weights: np.ndarray
+    shape: np.ndarray
+    balanced: np.ndarray
+    fit_score_weight: int
+    balanced_score_weight: int
+    preemption: bool
+    min_candidate_percentage: int
+    min_candidate_absolute: int
+    coscheduling: bool
+    permit_wait: float
+    pod_group_backoff: float
+    percentage_of_nodes_to_score: int
+
+
+@dataclass(frozen=True)
+class SlurmArgs:
+    """slurm.conf's scheduling keys resolved to numbers (seconds for times).
+
+    * ``backfill``: SchedulerType=sched/backfill; ``sched_interval``; ``bf_interval``,
+      ``bf_resolution``, ``bf_window``, ``bf_max_job_test`` (SchedulerParameters).
+    * Priority: ``weight_age``, ``weight_fairshare``, ``weight_job_size``, ``weight_partition``,
+      ``weight_qos``; ``weight_tres`` (4,) over :data:`SLURM_TRES`; ``max_age``;
+      ``decay_half_life``; ``calc_period`` (PriorityCalcPeriod); ``favor_small``; ``flags``
+      (PriorityFlags); ``dampening`` (FairShareDampeningFactor).
+    * ``preempt_type`` 0 none, 1 partition_prio, 2 qos; ``preempt_mode`` (:class:`PreemptMode`).
+    * ``slurmdbd``: accounting is on (age, fair-share and QOS count); ``enforce_limits``:
+      AccountingStorageEnforce has limits (QOS GrpTRES / MaxTRESPerUser hold); ``job_requeue``.
+    """
+
+    backfill: bool
+    sched_interval: float
+    bf_interval: float
+    bf_resolution: float
+    bf_window: float
+    bf_max_job_test: int
+    weight_age: int
+    weight_fairshare: int
+    weight_job_size: int
+    weight_partition: int
+    weight_qos: int
+    weight_tres: np.ndarray
+    max_age: float
+    decay_half_life: float
+    calc_period: float
+    favor_small: bool
+    flags: frozenset[str]
+    dampening: float
+    preempt_type: int
+    preempt_mode: int
+    slurmdbd: bool
+    enforce_limits: bool
+    job_requeue: bool
 
 
 def policy_from_conf(
@@ -350,6 +480,24 @@ class Problem:
       ``volcano.sh/hierarchy-weights`` annotations; ``queue_hdrf_node`` (Q,) int64 the tree node
       a queue's jobs hang under (0 = root, for queues without the annotation). Build them with
       :func:`hdrf_tree`; left out, every queue hangs under the root.
+    Slurm (optional; only the Slurm session reads them; left out: one partition of every node,
+      QOS ``normal``, every job a user of ``root``, no time limits)
+      ``job_partition`` (J,) int64 into ``partition_names`` (Pa,); ``job_qos`` (J,) int64 into
+      ``qos_names`` (Qs,); ``job_assoc`` (J,) int64, the user association into ``assoc_names``;
+      ``job_time_limit`` (J,) float64 seconds, inf = INFINITE.
+      ``partition_nodes`` (Pa, N) bool; ``partition_tier`` (Pa,) int64 PriorityTier;
+      ``partition_job_factor`` (Pa,) int64 PriorityJobFactor; ``partition_preempt_mode`` (Pa,)
+      int64 :class:`PreemptMode`; ``partition_max_nodes`` (Pa,) int64, -1 = unlimited.
+      ``qos_priority`` (Qs,) int64; ``qos_preempt`` (Qs, Qs) bool, row q lists the QOS q may
+      preempt; ``qos_preempt_mode`` (Qs,) int64; ``qos_grp_tres`` / ``qos_max_tres_per_user``
+      (Qs, 4) float64 over :data:`SLURM_TRES`, NaN = no limit.
+      ``assoc_names`` (As,) (accounts by name, users as ``user:<name>``), ``assoc_parent`` (As,)
+      int64 (-1 for root, index 0), ``assoc_shares`` (As,) float64 raw FairShare (-1 = parent),
+      ``assoc_is_user`` (As,) bool.
+    kube-scheduler filter reasons (optional)
+      ``class_node_failure`` (C, N) int64 into ``failure_reasons``: 0 (``""``) where the class
+      passes the node's label and taint filters, else the reason kube-scheduler gives
+      (``node(s) had untolerated taint {k: v}``, ``node(s) didn't match Pod's node affinity/selector``).
     """
 
     resource_names: tuple[str, ...]
@@ -396,14 +544,57 @@ class Problem:
     hdrf_parent: np.ndarray | None = None
     hdrf_weight: np.ndarray | None = None
     queue_hdrf_node: np.ndarray | None = None
+    job_partition: np.ndarray | None = None
+    job_qos: np.ndarray | None = None
+    job_assoc: np.ndarray | None = None
+    job_time_limit: np.ndarray | None = None
+    partition_names: tuple[str, ...] = ("default",)
+    partition_nodes: np.ndarray | None = None
+    partition_tier: np.ndarray | None = None
+    partition_job_factor: np.ndarray | None = None
+    partition_preempt_mode: np.ndarray | None = None
+    partition_max_nodes: np.ndarray | None = None
+    qos_names: tuple[str, ...] = ("normal",)
+    qos_priority: np.ndarray | None = None
+    qos_preempt: np.ndarray | None = None
+    qos_preempt_mode: np.ndarray | None = None
+    qos_grp_tres: np.ndarray | None = None
+    qos_max_tres_per_user: np.ndarray | None = None
+    assoc_names: tuple[str, ...] = ("root",)
+    assoc_parent: np.ndarray | None = None
+    assoc_shares: np.ndarray | None = None
+    assoc_is_user: np.ndarray | None = None
+    class_node_failure: np.ndarray | None = None
+    failure_reasons: tuple[str, ...] = ("", "node(s) didn't match Pod's node affinity/selector")
 
     def __post_init__(self) -> None:
-        if self.hdrf_parent is None:
-            object.__setattr__(self, "hdrf_parent", np.full(len(self.hdrf_names), -1, np.int64))
-        if self.hdrf_weight is None:
-            object.__setattr__(self, "hdrf_weight", np.ones(len(self.hdrf_names)))
-        if self.queue_hdrf_node is None:
-            object.__setattr__(self, "queue_hdrf_node", np.zeros(len(self.queue_names), np.int64))
+        n_part, n_qos, n_assoc = len(self.partition_names), len(self.qos_names), len(self.assoc_names)
+        defaults = {
+            "hdrf_parent": lambda: np.full(len(self.hdrf_names), -1, np.int64),
+            "hdrf_weight": lambda: np.ones(len(self.hdrf_names)),
+            "queue_hdrf_node": lambda: np.zeros(len(self.queue_names), np.int64),
+            "job_partition": lambda: np.zeros(self.n_jobs, np.int64),
+            "job_qos": lambda: np.zeros(self.n_jobs, np.int64),
+            "job_assoc": lambda: np.zeros(self.n_jobs, np.int64),
+            "job_time_limit": lambda: np.full(self.n_jobs, np.inf),
+            "partition_nodes": lambda: np.ones((n_part, self.n_nodes), bool),
+            "partition_tier": lambda: np.ones(n_part, np.int64),
+            "partition_job_factor": lambda: np.ones(n_part, np.int64),
+            "partition_preempt_mode": lambda: np.full(n_part, PreemptMode.UNSET, np.int64),
+            "partition_max_nodes": lambda: np.full(n_part, -1, np.int64),
+            "qos_priority": lambda: np.zeros(n_qos, np.int64),
+            "qos_preempt": lambda: np.zeros((n_qos, n_qos), bool),
+            "qos_preempt_mode": lambda: np.full(n_qos, PreemptMode.UNSET, np.int64),
+            "qos_grp_tres": lambda: np.full((n_qos, len(SLURM_TRES)), np.nan),
+            "qos_max_tres_per_user": lambda: np.full((n_qos, len(SLURM_TRES)), np.nan),
+            "assoc_parent": lambda: np.full(n_assoc, -1, np.int64),
+            "assoc_shares": lambda: np.ones(n_assoc),
+            "assoc_is_user": lambda: np.zeros(n_assoc, bool),
+            "class_node_failure": lambda: np.where(self.class_node_ok, 0, len(self.failure_reasons) - 1),
+        }
+        for name, make in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, make())
         validate_problem(self)
 
     @property
@@ -441,6 +632,13 @@ _SHAPES = {
     "task_critical": ("T",), "task_index": ("T",), "task_rank": ("T",), "task_class": ("T",),
     "class_node_ok": ("C", "N"),
     "hdrf_parent": ("H",), "hdrf_weight": ("H",), "queue_hdrf_node": ("Q",),
+    "job_partition": ("J",), "job_qos": ("J",), "job_assoc": ("J",), "job_time_limit": ("J",),
+    "partition_nodes": ("Pa", "N"), "partition_tier": ("Pa",), "partition_job_factor": ("Pa",),
+    "partition_preempt_mode": ("Pa",), "partition_max_nodes": ("Pa",),
+    "qos_priority": ("Qs",), "qos_preempt": ("Qs", "Qs"), "qos_preempt_mode": ("Qs",),
+    "qos_grp_tres": ("Qs", "TRES"), "qos_max_tres_per_user": ("Qs", "TRES"),
+    "assoc_parent": ("As",), "assoc_shares": ("As",), "assoc_is_user": ("As",),
+    "class_node_failure": ("C", "N"),
 }
 
 
@@ -450,7 +648,8 @@ def validate_problem(p: Problem) -> None:
         raise SpecError("resource_names", f"must start with {BASE_RESOURCES}, got {p.resource_names[:3]}")
     dims = {"N": p.n_nodes, "Q": p.n_queues, "J": p.n_jobs, "T": p.n_tasks,
             "R": p.n_resources, "K": len(p.role_names), "C": p.class_node_ok.shape[0],
-            "H": len(p.hdrf_names)}
+            "H": len(p.hdrf_names), "Pa": len(p.partition_names), "Qs": len(p.qos_names),
+            "As": len(p.assoc_names), "TRES": len(SLURM_TRES)}
     for name, shape in _SHAPES.items():
         want = tuple(dims[d] for d in shape)
         got = getattr(p, name).shape
@@ -458,9 +657,11 @@ def validate_problem(p: Problem) -> None:
             raise SpecError(name, f"shape {got}, expected {want} ({'x'.join(shape)})")
     for name, upper in (("job_queue", p.n_queues), ("task_job", p.n_jobs),
                         ("task_role", len(p.role_names)), ("task_class", dims["C"]),
-                        ("queue_hdrf_node", dims["H"])):
+                        ("queue_hdrf_node", dims["H"]), ("job_partition", dims["Pa"]),
+                        ("job_qos", dims["Qs"]), ("job_assoc", dims["As"]),
+                        ("class_node_failure", len(p.failure_reasons))):
         values = getattr(p, name)
-        if len(values) and (values.min() < 0 or values.max() >= upper):
+        if values.size and (values.min() < 0 or values.max() >= upper):
             raise SpecError(name, f"index out of range 0..{upper - 1}")
     if len(p.queue_parent) and (p.queue_parent.min() < -1 or p.queue_parent.max() >= p.n_queues):
         raise SpecError("queue_parent", "index out of range")
@@ -487,6 +688,15 @@ class State:
     * ``next_node``: where the next node scan starts (util.PredicateHelper's process-wide
       ``lastProcessedNodeIndex``; it only moves on clusters of more than 100 nodes, where
       Volcano stops scanning once it has found enough feasible nodes).
+
+    What the clock keeps between sessions for the other families (:meth:`from_tasks` fills the
+    defaults): ``task_start`` (T,) when each holding pod started (NaN = not running);
+    ``task_nominated`` (T,) the node a Pending pod is nominated to (kube ``nominatedNodeName``,
+    the last session's pipelined placement; -1 = none); ``task_waiting_since`` (T,) when an
+    Allocated pod began waiting at Permit (NaN = not waiting; Allocated pods are kept between
+    sessions only while they wait); ``job_eligible`` (J,) the earliest time a job may start
+    (Slurm BeginTime after a requeue, -inf = now); ``assoc_usage`` (As,) each user association's
+    decayed usage (Slurm ``usage_raw``) at the last PriorityCalcPeriod tick.
     """
 
     task_status: np.ndarray
@@ -498,17 +708,28 @@ class State:
     now: float = 0.0
     cycle: int = 0
     next_node: int = 0
+    task_start: np.ndarray | None = None
+    task_nominated: np.ndarray | None = None
+    task_waiting_since: np.ndarray | None = None
+    job_eligible: np.ndarray | None = None
+    assoc_usage: np.ndarray | None = None
 
     @classmethod
     def from_tasks(cls, problem: Problem, task_status: Iterable[int], task_node: Iterable[int],
                    job_phase: Iterable[int], now: float = 0.0, cycle: int = 0,
-                   next_node: int = 0) -> State:
-        """Build a state, computing the node accounting from task status and node."""
+                   next_node: int = 0, **kept: np.ndarray | None) -> State:
+        """Build a state, computing the node accounting from task status and node; ``kept`` are
+        the between-session arrays (defaults where None or left out)."""
         status = np.asarray(list(task_status), np.int8).reshape(problem.n_tasks)
         node = np.asarray(list(task_node), np.int64).reshape(problem.n_tasks)
         phase = np.asarray(list(job_phase), np.int8).reshape(problem.n_jobs)
         used, releasing, pipelined = node_accounting(problem, status, node)
-        return cls(status, node, phase, used, releasing, pipelined, now, cycle, next_node)
+        t, j = problem.n_tasks, problem.n_jobs
+        defaults = {"task_start": np.full(t, np.nan), "task_nominated": np.full(t, -1, np.int64),
+                    "task_waiting_since": np.full(t, np.nan), "job_eligible": np.full(j, -np.inf),
+                    "assoc_usage": np.zeros(len(problem.assoc_names))}
+        filled = {name: default if kept.get(name) is None else kept[name] for name, default in defaults.items()}
+        return cls(status, node, phase, used, releasing, pipelined, now, cycle, next_node, **filled)
 
     def copy(self) -> State:
         return dataclasses.replace(self, **{f.name: getattr(self, f.name).copy()
@@ -548,11 +769,30 @@ class Placement:
 
 @dataclass(frozen=True)
 class Eviction:
-    """A task evicted by preempt or reclaim, with the task it made room for."""
+    """A task evicted by preempt or reclaim, with the task it made room for.
+
+    ``mode`` is what happens to the victim's job (its pods are deleted either way): ``restart``
+    (vcjob RestartJob when it falls below minAvailable; a Job's pod recreated), ``requeue`` (Slurm
+    REQUEUE: back to pending, held for ``Policy.requeue_hold``), ``cancel`` (Slurm CANCEL, or
+    REQUEUE without JobRequeue: the job ends, state Preempted)."""
 
     task: int
     action: str
     reason: str
+    mode: str = "restart"
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something a session says about a job (``task`` -1) or a pod that is not a placement: a
+    pending reason (Slurm squeue), a FailedScheduling or Permit message (kube). The clock logs it as
+    an event of ``kind`` when it differs from the last note of that kind for that job or pod."""
+
+    job: int
+    task: int
+    kind: str
+    reason: str
+    message: str
 
 
 @dataclass
@@ -566,6 +806,11 @@ class Decisions:
       explaining "who went first".
     * ``state``: the state after the session (bound tasks are Binding, evicted are Releasing,
       PodGroup phases updated by close_session).
+    * ``waiting``: pods reserved on a node and waiting at Permit at session close (kube
+      Coscheduling); the clock keeps them Allocated until a session binds or drops them.
+    * ``notes``: :class:`Note` s, in order.
+    * ``wake_at``: the earliest time a decision of this session may change with no other event
+      (a Permit timeout, a BeginTime); the clock runs a session then. inf = none.
     """
 
     binds: list[Placement] = field(default_factory=list)
@@ -573,6 +818,9 @@ class Decisions:
     evictions: list[Eviction] = field(default_factory=list)
     attempts: list[tuple[str, int]] = field(default_factory=list)
     state: State | None = None
+    waiting: list[Placement] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    wake_at: float = math.inf
 
 
 # --------------------------------------------------------------------------------------------
