@@ -1092,4 +1092,6 @@ def simulate_kueue(scenario: Scenario) -> Result:
     sim = KueueSimulation(compiled, lambda p, s: Decisions())
     sim.session = KueueSession(compiled, sim)
     sim.run()
-    return result_of(compiled, record_of(sim))
+    result = result_of(compiled, record_of(sim))
+    result.info["engine"] = "kueue"
+    return result
