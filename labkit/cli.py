@@ -157,8 +157,10 @@ def _register_plugins(sub) -> None:
     """Subcommands that live beside their subsystem (`labkit.k8s.commands.register`)."""
     from .course import commands as course_commands
     from .k8s import commands as k8s_commands
+    from .slurm import commands as slurm_commands
 
     k8s_commands.register(sub)
+    slurm_commands.register(sub)
     course_commands.register(sub)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..cli import EXIT_FAILED, EXIT_OK, _add_source, _scenario
+from ..slurm.conf import export as export_slurm
 from ..spec import Scenario
 
 
@@ -27,6 +28,7 @@ def export_k8s(scenario: Scenario, out_dir: Path, time_scale: float, command: st
 
 EXPORT_TARGETS: dict[str, tuple[str, Callable[[Scenario, Path, float, str], list[Path]]]] = {
     "k8s": ("Kubernetes + Volcano + KWOK manifests (kubectl apply -f DIR)", export_k8s),
+    "slurm": ("slurm.conf, gres.conf and one sbatch script per job (labkit slurm up --state-dir DIR)", export_slurm),
 }
 """target -> (help, writer(scenario, out_dir, time_scale, command line for the header))."""
 
