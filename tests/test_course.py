@@ -1,0 +1,94 @@
+"""labkit course: solutions -> labs (placeholders, no outputs), the staleness check, the chapter cases."""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from labkit.cli import main
+from labkit.course import cases, notebooks, steps
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_solution_region_becomes_placeholders():
+    source = "x = 1\n# BEGIN SOLUTION\nanswer = compute(\n    x)\nanswer = answer + 1\nother = 2\n# END SOLUTION\ncheck(answer)"
+    assert notebooks.strip_solutions(source) == (
+        "x = 1\nanswer = ...  # 在此作答\nother = ...  # 在此作答\ncheck(answer)")
+
+
+def test_indented_region_and_region_without_assignment():
+    source = "def f():\n    # BEGIN SOLUTION\n    return 3\n    # END SOLUTION"
+    assert notebooks.strip_solutions(source) == "def f():\n    ...  # 在此作答"
+    with pytest.raises(ValueError, match="without"):
+        notebooks.strip_solutions("# BEGIN SOLUTION\nx = 1")
+
+
+def _chapter(tmp_path: Path) -> tuple[Path, Path]:
+    solutions, labs = tmp_path / "solutions", tmp_path / "labs"
+    solutions.mkdir()
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("# BEGIN SOLUTION\nanswer = 42\n# END SOLUTION", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", text="42\n")]
+    nb.cells = [nbformat.v4.new_markdown_cell("# t"), cell]
+    nbformat.write(nb, solutions / "ch99_test.ipynb")
+    return solutions, labs
+
+
+def test_build_then_check(tmp_path, capsys):
+    solutions, labs = _chapter(tmp_path)
+    args = ["--solutions", str(solutions), "--labs", str(labs)]
+    assert main(["course", "check", *args]) == 1
+    assert "missing" in capsys.readouterr().out
+    assert main(["course", "build", *args]) == 0
+    lab = nbformat.read(labs / "ch99_test.ipynb", as_version=4)
+    assert lab.cells[1].source == "answer = ...  # 在此作答"
+    assert lab.cells[1].outputs == [] and lab.cells[1].execution_count is None
+    assert main(["course", "check", *args]) == 0
+    nb = nbformat.read(solutions / "ch99_test.ipynb", as_version=4)
+    nb.cells[0].source = "# changed"
+    nbformat.write(nb, solutions / "ch99_test.ipynb")
+    assert main(["course", "check", *args]) == 1
+    assert "stale" in capsys.readouterr().out
+
+
+def test_no_sources_is_bad_input(tmp_path):
+    assert main(["course", "build", "--solutions", str(tmp_path)]) == 2
+
+
+def test_shipped_labs_are_current():
+    assert notebooks.stale(ROOT / "solutions", ROOT / "labs") == []
+
+
+def test_every_chapter_has_checks_and_answers():
+    from labkit.grading import CHECKS, check_cells
+
+    for path in notebooks.chapters(ROOT / "solutions"):
+        nb = nbformat.read(path, as_version=4)
+        checks = check_cells(nb).values()
+        assert 2 <= len(checks) <= 4, path.name
+        assert set(checks) <= set(CHECKS)
+        for cell in nb.cells:
+            if any(t.startswith("check:") for t in cell.metadata.get("tags", [])):
+                assert "nbval-check-output" in cell.metadata["tags"]
+
+
+def test_fragmentation_spread_strands_the_free_gpus():
+    table = steps.placement(cases.fragmentation_snapshot())
+    assert table.free_gpus.tolist() == [4.0] * 4
+    assert (table["filter"] != "pass").all() and not table.bound.any()
+
+
+def test_binpack_leaves_a_whole_node_for_tp8():
+    table = steps.placement(cases.fragmentation_snapshot("binpack", placed=[]))
+    bound = table[table.bound].set_index("task").node
+    assert bound["ml/tp8-worker-0"] in ("gpu-2", "gpu-3")
+    assert bound["ml/resident-1-worker-0"] == "gpu-0"
+
+
+def test_case_study_slice_and_week():
+    small = cases.case_study(nodes=4, hours=2, tenancy=False)
+    assert small.cluster.pools[0].count == 4 and [q.name for q in small.queues] == ["default"]
+    assert cases.case_study(week=True).cluster.pools[0].count == 32
+    with pytest.raises(ValueError):
+        cases.nodeorder_conf("random")

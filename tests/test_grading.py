@@ -1,0 +1,67 @@
+"""Checks compute the expected value with the engine; `labkit grade` merges, runs nbval, reports."""
+
+import csv
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from labkit import grading
+from labkit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(("qid", "right", "wrong"), [
+    ("ch02.q1", (16, 0), (16, 4)),
+    ("ch02.q2", [0, 0, 1, 1], [0, 1, 2, 3]),
+    ("ch02.q3", "binpack", "least"),
+    ("ch01.q3", grading.SYMPTOMS, {**grading.SYMPTOMS, next(iter(grading.SYMPTOMS)): "调度"}),
+])
+def test_right_passes_wrong_fails(qid, right, wrong, capsys):
+    grading.check(qid, right)
+    assert capsys.readouterr().out == f"{qid}: ok\n"
+    grading.check(qid, wrong)
+    assert capsys.readouterr().out.startswith(f"{qid}: wrong (")
+
+
+def test_placeholder_and_unusable_answers(capsys):
+    grading.check("ch02.q1", (..., 0))
+    grading.check("ch02.q3", "random")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "ch02.q1: not answered"
+    assert out[1].startswith("ch02.q3: wrong (cannot use this answer")
+    with pytest.raises(KeyError):
+        grading.check("ch00.q0", 1)
+
+
+def _submit(folder: Path, student: str, answers: dict[str, str]) -> None:
+    lab = nbformat.read(ROOT / "labs" / "ch02_foundations.ipynb", as_version=4)
+    for cell in lab.cells:
+        for tag in cell.metadata.get("tags", []):
+            if tag.startswith("answer:") and tag[7:] in answers:
+                cell.source = answers[tag[7:]]
+    (folder / student).mkdir(parents=True)
+    nbformat.write(lab, folder / student / "ch02_foundations.ipynb")
+
+
+def test_grade_a_folder(tmp_path, capsys):
+    subs = tmp_path / "subs"
+    _submit(subs, "alice", {"ch02.q1": "free_and_feasible = (16, 0)", "ch02.q2": "placed = [1, 1, 3, 3]",
+                            "ch02.q3": 'strategy = "most"'})
+    _submit(subs, "bob", {"ch02.q1": "free_and_feasible = (16, 4)", "ch02.q3": "strategy = undefined_name"})
+    out = tmp_path / "grades"
+    assert main(["grade", str(subs), "--solutions", str(ROOT / "solutions"), "-o", str(out)]) == 0
+    rows = list(csv.DictReader((out / "grades.csv").open(encoding="utf-8")))
+    result = {(r["student"], r["check"]): r["result"] for r in rows}
+    assert result == {("alice", "ch02.q1"): "passed", ("alice", "ch02.q2"): "passed", ("alice", "ch02.q3"): "passed",
+                      ("bob", "ch02.q1"): "failed", ("bob", "ch02.q2"): "failed", ("bob", "ch02.q3"): "failed"}
+    suites = ET.parse(out / "junit.xml").getroot().findall("testsuite")
+    assert sorted(s.get("name") for s in suites) == ["alice/ch02_foundations", "bob/ch02_foundations"]
+    assert "alice: 3/3 checks passed" in capsys.readouterr().out
+
+
+def test_grade_needs_submissions(tmp_path):
+    assert main(["grade", str(tmp_path / "none")]) == 2
+    assert main(["grade", str(tmp_path), "--solutions", str(ROOT / "solutions")]) == 2
