@@ -463,25 +463,49 @@ _UNIT = {"memory": 1.0, "pods": 1.0}
 """Problem units -> scenario units: cpu and extended scalars are milli in the Problem."""
 
 
-def simulate(scenario: Scenario, policy: str | None = None, session: Session | None = None) -> Result:
+def simulate(scenario: Scenario, policy: str | None = None, session: Session | None = None,
+             engine: str = "auto") -> Result:
     """Run a scenario on the simulated clock and return its Result.
 
-    `policy` replaces the scenario's scheduler policy by a named preset (`labkit presets`);
-    `session` is the engine's one-session function (default: the reference engine).
+    `policy` replaces the scenario's scheduler policy by a named preset (`labkit presets`).
+    `engine`: "auto" runs the numba core (`labkit.engine.core`) when it simulates everything the
+    scenario uses, else the reference engine; "numba" insists on the core (an error otherwise);
+    "reference" runs the reference engine. `session`, a custom one-session function, runs on the
+    reference clock. `Result.info["engine"]` says which engine ran (and why, on a fallback).
     """
+    from ..errors import LabkitError
     from .compile import compile_scenario
     from .reference import run_session
 
+    if engine not in ("auto", "numba", "reference"):
+        raise LabkitError(f"engine {engine!r}: expected auto, numba or reference")
     if policy is not None:
         scenario = with_policy(scenario, policy)
     if session is None and spec.scheduler_of(scenario).kueue is not None:
         from .kueue import simulate_kueue
 
         return simulate_kueue(scenario)
-    compiled = compile_scenario(scenario)
+    ran = "reference"
+    if session is not None or engine == "reference":
+        if engine == "numba":
+            raise LabkitError("engine numba: a custom session function runs on the reference engine")
+        compiled = compile_scenario(scenario)
+    else:
+        from . import core
+
+        compiled, static, missing = core.prepare(scenario)
+        if missing is None:
+            result = result_of(compiled, core.run(compiled, static))
+            result.info["engine"] = "numba"
+            return result
+        if engine == "numba":
+            raise LabkitError(f"engine numba: the numba core does not simulate {missing}")
+        ran = f"reference (the numba core does not simulate {missing})"
     sim = Simulation(compiled, session or run_session)
     sim.run()
-    return result_of(compiled, record_of(sim))
+    result = result_of(compiled, record_of(sim))
+    result.info["engine"] = ran
+    return result
 
 
 def with_policy(scenario: Scenario, name: str) -> Scenario:

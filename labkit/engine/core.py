@@ -1,0 +1,404 @@
+"""The numba core: the whole simulated run (the clock of ``simulate.py`` and the session of the
+reference engine, same semantics and tie-breaks) jitted over plain arrays.
+
+This module is the driver. It turns a :class:`~labkit.engine.compile.Compiled` scenario into
+the arrays the jitted code needs (:func:`core_fields`), runs :func:`core_clock.run` and turns
+the coded record back into a :class:`~labkit.engine.simulate.RunRecord` with the reference
+engine's event texts. The jitted parts are
+
+* ``core_state``: the state struct and the codes its arrays hold;
+* ``core_account``: resource comparisons, incremental task/job/node bookkeeping;
+* ``core_plugins``: plugin callbacks, Volcano's vote rules, heaps, node scores;
+* ``core_actions``: session open/close, enqueue, allocate, backfill, preempt, reclaim;
+* ``core_clock``: arrivals, sessions on the schedule-period grid, evictions, completions.
+
+What the core does not simulate (hierarchical drf, capacity with a queue hierarchy, a plugin
+listed twice) is reported by :func:`unsupported`; ``labkit.simulate`` then runs the reference
+engine and says so in ``Result.info["engine"]``.
+
+Compiled scenarios are cached by their content (:func:`prepare`), so re-running an unchanged
+scenario skips workload expansion and compilation; any edit, a queue weight included, changes
+the key.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from ..spec import Scenario
+from .compile import Compiled, compile_scenario
+from .core_state import (
+    EVENT_KINDS,
+    H_ALLOCATABLE,
+    H_BATCH_NODE_ORDER,
+    H_JOB_ENQUEUEABLE,
+    H_JOB_ENQUEUED,
+    H_JOB_ORDER,
+    H_JOB_PIPELINED,
+    H_JOB_READY,
+    H_JOB_STARVING,
+    H_JOB_VALID,
+    H_NODE_ORDER,
+    H_OVERUSED,
+    H_PREDICATE,
+    H_PREEMPTABLE,
+    H_PREEMPTIVE,
+    H_QUEUE_ORDER,
+    H_RECLAIMABLE,
+    H_TASK_ORDER,
+    I_EVENTS,
+    I_OVERFLOW,
+    I_RUNS,
+    I_SESSIONS,
+    MSG_BACKFILL,
+    MSG_FITS_FUTURE,
+    MSG_FITS_IDLE,
+    MSG_PHASE,
+    MSG_PODS_RUNNING,
+    MSG_PREEMPTED_BY,
+    MSG_PREEMPTED_ROOM,
+    MSG_RECLAIMED_BY,
+    MSG_RECLAIMED_ROOM,
+    MSG_RESTART,
+    MSG_SNAPSHOT,
+    N_HOOKS,
+    N_INTS,
+    N_PLUGINS,
+    N_STATUS,
+    PENDING,
+)
+from .problem import (
+    ARG_DEFAULTS,
+    CPU,
+    GPU,
+    MEMORY,
+    Action,
+    Arg,
+    Ext,
+    Plugin,
+    PodGroupPhase,
+    Problem,
+)
+from .simulate import RunRecord
+
+P = Plugin
+REGISTERED = {
+    H_TASK_ORDER: ({P.PRIORITY}, Ext.TASK_ORDER),
+    H_JOB_ORDER: ({P.PRIORITY, P.GANG, P.DRF, P.SLA}, Ext.JOB_ORDER),
+    H_QUEUE_ORDER: ({P.PROPORTION, P.CAPACITY}, Ext.QUEUE_ORDER),
+    H_PREEMPTABLE: ({P.PRIORITY, P.GANG, P.CONFORMANCE, P.DRF}, Ext.PREEMPTABLE),
+    H_RECLAIMABLE: ({P.GANG, P.CONFORMANCE, P.PROPORTION, P.CAPACITY}, Ext.RECLAIMABLE),
+    H_OVERUSED: ({P.PROPORTION}, Ext.OVERUSED),
+    H_PREEMPTIVE: ({P.PROPORTION, P.CAPACITY}, Ext.PREEMPTIVE),
+    H_ALLOCATABLE: ({P.PROPORTION, P.CAPACITY}, Ext.ALLOCATABLE),
+    H_JOB_READY: ({P.GANG}, Ext.JOB_READY),
+    H_JOB_VALID: ({P.GANG}, None),
+    H_JOB_PIPELINED: ({P.GANG, P.SLA}, Ext.JOB_PIPELINED),
+    H_JOB_ENQUEUEABLE: ({P.PROPORTION, P.CAPACITY, P.OVERCOMMIT, P.SLA}, Ext.JOB_ENQUEUED),
+    H_JOB_ENQUEUED: ({P.PROPORTION, P.CAPACITY, P.OVERCOMMIT}, Ext.JOB_ENQUEUED),
+    H_JOB_STARVING: ({P.PRIORITY, P.GANG}, Ext.JOB_STARVING),
+    H_PREDICATE: ({P.PREDICATES}, Ext.PREDICATE),
+    H_NODE_ORDER: ({P.BINPACK}, Ext.NODE_ORDER),
+    H_BATCH_NODE_ORDER: ({P.NODEORDER}, Ext.NODE_ORDER),
+}
+"""Which plugins register each callback (their OnSessionOpen) and the switch that gates it."""
+
+STATIC = (
+    "node_alloc", "node_sched", "node_speed", "class_ok", "all_nodes",
+    "q_weight", "q_rcap", "q_guar", "q_des", "q_named", "q_prio", "q_reclaimable", "q_open", "q_rank",
+    "j_queue", "j_prio", "j_min", "j_minres", "j_has_minres", "j_rank", "j_creation", "j_sla", "j_submit",
+    "j_work", "j_uses_speed", "j_ckpt", "j_restart", "j_grace", "j_lo", "j_pair", "j_min_total", "j_init_phase",
+    "pair_min",
+    "t_job", "t_pair", "t_req", "t_prio", "t_never", "t_preemptable", "t_be", "t_critical", "t_index", "t_rank",
+    "t_class", "t_named", "t_init_node",
+    "total", "actions", "p_tier", "p_kind", "p_arg", "p_w", "hooks", "of_kind",
+    "horizon", "period", "gpu", "has_enqueue",
+)
+MUTABLE = (
+    # the clock
+    "present", "done", "phase", "created", "status", "node", "open_run", "pip_on", "pip_action",
+    "run_start", "work_done", "lost_work", "enq_t", "start_t", "end_t", "evictions", "restarts", "version",
+    "n_used", "n_rel", "n_pip", "n_zero", "j_cnt", "j_pbe", "pr_cnt", "pr_pbe", "j_alloc", "j_preq",
+    "live", "h_time", "h_key", "ev_time", "ev_int", "runs", "ints",
+    # one session's scratch
+    "s_phase", "s_unsched", "new_phase", "fit", "fit_start", "fit_len", "fit_pool", "pr_fail",
+    "pod_cnt", "pod_sum", "pod_zero", "d_alloc", "d_share",
+    "a_has", "a_order", "a_met", "a_alloc", "a_req", "a_inq", "a_el", "a_des", "a_share", "o_idle", "o_inq",
+    "q_seen", "q_off", "q_order", "qh", "jh", "jh_n", "jl", "jl_n", "th", "th_n",
+    "l_tasks", "cand", "vic", "vtmp", "vh", "mark", "occ", "occ_mark", "rem", "rem_mark", "qrem", "qrem_mark",
+    "node_mark", "feas", "nlist", "unres", "score", "norder", "cache", "cache_mark",
+    "ops", "binds", "evicts", "pipelined", "pipelined_on", "vec",
+)
+CoreFields = namedtuple("CoreFields", STATIC + MUTABLE)
+
+
+# ---------------------------------------------------------------------------------------- support
+
+
+def unsupported(problem: Problem) -> str | None:
+    """What in this Problem the numba core does not simulate, or None."""
+    policy = problem.policy
+    kinds = [Plugin(k) for k in policy.plugin_kind]
+    for kind in set(kinds):
+        if kinds.count(kind) > 1:
+            return f"plugin {kind.name.lower()} listed twice"
+    for p, kind in enumerate(kinds):
+        if policy.plugin_enabled[p, Ext.HIERARCHY] and kind == Plugin.DRF:
+            return "hierarchical drf"
+        if policy.plugin_enabled[p, Ext.HIERARCHY] and kind == Plugin.CAPACITY:
+            return "capacity with a queue hierarchy"
+    return None
+
+
+# ---------------------------------------------------------------------------------------- arrays
+
+
+def _plugin_arrays(problem: Problem) -> dict:
+    """Plugin kinds, tiers, arguments with Volcano's defaults, and the callback table."""
+    policy = problem.policy
+    n = len(policy.plugin_kind)
+    args = np.full((n, len(Arg)), np.nan)
+    for p in range(n):
+        for arg in Arg:
+            args[p, arg] = policy.plugin_arg(p, arg)
+        factor = args[p, Arg.OVERCOMMIT_FACTOR]
+        args[p, Arg.OVERCOMMIT_FACTOR] = factor if factor >= 1.0 else ARG_DEFAULTS[Arg.OVERCOMMIT_FACTOR]
+        if not args[p, Arg.SLA_WAITING_TIME] > 0:
+            args[p, Arg.SLA_WAITING_TIME] = np.nan
+    hooks = np.full((N_HOOKS, max(n, 1)), -1, np.int64)
+    for hook, (kinds, ext) in REGISTERED.items():
+        row = [p for p in range(n) if policy.plugin_kind[p] in kinds and (ext is None or policy.plugin_enabled[p, ext])
+               and not (policy.plugin_kind[p] == Plugin.BINPACK and args[p, Arg.BINPACK_WEIGHT] == 0)]
+        hooks[hook, :len(row)] = row
+    of_kind = np.full(N_PLUGINS, -1, np.int64)
+    for p in range(n):
+        of_kind[policy.plugin_kind[p]] = p
+    return {"p_tier": policy.plugin_tier.astype(np.int64), "p_kind": policy.plugin_kind.astype(np.int64),
+            "p_arg": args, "p_w": np.ascontiguousarray(policy.plugin_resource_weights, float), "hooks": hooks,
+            "of_kind": of_kind, "actions": policy.actions.astype(np.int64),
+            "has_enqueue": bool(np.any(policy.actions == Action.ENQUEUE))}
+
+
+def _queue_arrays(problem: Problem, total: np.ndarray) -> dict:
+    """Queue specs as proportion and capacity read them (``_capability``, realCapability)."""
+    cap = np.where(np.isnan(problem.queue_capability), np.inf, problem.queue_capability)
+    cap[:, [CPU, MEMORY]] = np.where(cap[:, [CPU, MEMORY]] <= 0, np.inf, cap[:, [CPU, MEMORY]])
+    guarantee = np.nan_to_num(problem.queue_guarantee, nan=0.0)
+    room = np.maximum(total - guarantee.sum(axis=0), 0.0)
+    named = ~np.isnan(problem.queue_deserved) | ~np.isnan(problem.queue_guarantee)
+    named[:, [CPU, MEMORY]] = True
+    return {"q_weight": problem.queue_weight.astype(float), "q_rcap": np.minimum(room + guarantee, cap),
+            "q_guar": guarantee, "q_des": np.nan_to_num(problem.queue_deserved, nan=0.0), "q_named": named,
+            "q_prio": problem.queue_priority.astype(np.int64), "q_reclaimable": problem.queue_reclaimable.astype(bool),
+            "q_open": problem.queue_open.astype(bool), "q_rank": problem.queue_rank.astype(np.int64)}
+
+
+def _role_pairs(problem: Problem) -> dict:
+    """(job, role) pairs: each job's roles with tasks or a minimum, for the per-role checks."""
+    n_roles = max(len(problem.role_names), 1)
+    task_key = problem.task_job * n_roles + problem.task_role
+    jobs, roles = np.nonzero(problem.job_min_task_member > 0)
+    keys = np.unique(np.concatenate([task_key, jobs * n_roles + roles]))
+    pair_job, pair_role = keys // n_roles, keys % n_roles
+    minima = problem.job_min_task_member
+    return {"pair_min": minima[pair_job, pair_role].astype(np.int64) if minima.size else np.zeros(len(keys), np.int64),
+            "j_pair": np.searchsorted(pair_job, np.arange(problem.n_jobs + 1)).astype(np.int64),
+            "t_pair": np.searchsorted(keys, task_key).astype(np.int64),
+            "j_min_total": np.where(minima > 0, minima, 0).sum(axis=1).astype(np.int64)}
+
+
+def _snapshot_arrays(c: Compiled) -> dict:
+    """Jobs that start from a ``status`` snapshot: initial phase and the nodes of running pods."""
+    p = c.problem
+    phase = np.full(p.n_jobs, -1, np.int64)
+    node = np.full(p.n_tasks, -1, np.int64)
+    node_index = {name: n for n, name in enumerate(p.node_names)}
+    for j, job in enumerate(c.scenario.jobs):
+        if job.status is None:
+            continue
+        phase[j] = PodGroupPhase[job.status.phase.upper()]
+        for t in range(c.job_pods[j], c.job_pods[j + 1]):
+            placed = job.status.running.get(p.role_names[p.task_role[t]], [])
+            if p.task_index[t] < len(placed):
+                node[t] = node_index[placed[p.task_index[t]]]
+    return {"j_init_phase": phase, "t_init_node": node}
+
+
+def static_arrays(c: Compiled) -> dict:
+    """The run's read-only arrays: the Problem, the timing of Compiled, the resolved policy."""
+    p = c.problem
+    total = p.node_allocatable.sum(axis=0)
+    names = p.resource_names
+    arrays = {
+        "node_alloc": np.ascontiguousarray(p.node_allocatable, float), "node_sched": p.node_schedulable.astype(bool),
+        "node_speed": c.node_speed.astype(float), "class_ok": np.ascontiguousarray(p.class_node_ok, bool),
+        "all_nodes": np.arange(p.n_nodes, dtype=np.int64),
+        "j_queue": p.job_queue.astype(np.int64), "j_prio": p.job_priority.astype(np.int64),
+        "j_min": p.job_min_member.astype(np.int64), "j_minres": np.ascontiguousarray(p.job_min_resources, float),
+        "j_has_minres": p.job_has_min_resources.astype(bool), "j_rank": p.job_rank.astype(np.int64),
+        "j_creation": p.job_creation.astype(float), "j_sla": p.job_sla_waiting.astype(float),
+        "j_submit": c.job_submit.astype(float), "j_work": c.job_work.astype(float),
+        "j_uses_speed": c.job_uses_speed.astype(bool), "j_ckpt": c.job_checkpoint.astype(float),
+        "j_restart": c.job_restart_cost.astype(float), "j_grace": c.job_grace.astype(float),
+        "j_lo": c.job_pods.astype(np.int64),
+        "t_job": p.task_job.astype(np.int64), "t_req": np.ascontiguousarray(p.task_request, float),
+        "t_prio": p.task_priority.astype(np.int64), "t_never": p.task_preempt_never.astype(bool),
+        "t_preemptable": p.task_preemptable.astype(bool), "t_be": p.task_best_effort.astype(bool),
+        "t_critical": p.task_critical.astype(bool), "t_index": p.task_index.astype(np.int64),
+        "t_rank": p.task_rank.astype(np.int64), "t_class": p.task_class.astype(np.int64),
+        "t_named": np.array([name != "" for name in p.role_names], bool)[p.task_role] if p.n_tasks
+        else np.zeros(0, bool),
+        "total": total, "horizon": float(c.horizon), "period": float(c.schedule_period),
+        "gpu": names.index(GPU) if GPU in names else -1,
+    }
+    arrays.update(_queue_arrays(p, total))
+    arrays.update(_role_pairs(p))
+    arrays.update(_snapshot_arrays(c))
+    arrays.update(_plugin_arrays(p))
+    return arrays
+
+
+def mutable_arrays(st: dict, scale: int) -> dict:
+    """Fresh clock state and session scratch; ``scale`` multiplies the buffers whose size a run
+    cannot bound in advance (events, pod runs, clock events, fit-error nodes)."""
+    n_nodes, n_res = st["node_alloc"].shape
+    n_jobs, n_tasks, n_queues = len(st["j_queue"]), len(st["t_job"]), len(st["q_weight"])
+    n_pairs = len(st["pair_min"])
+    max_pairs = int(np.diff(st["j_pair"]).max()) if n_jobs else 1
+    f, i64, b = np.float64, np.int64, np.bool_
+    events = scale * (4 * n_jobs + 4 * n_tasks + 64)
+    heap = scale * (n_jobs + 2 * n_tasks + 64)
+    runs = scale * (n_tasks + 16)
+
+    def full(shape, value, dtype):
+        return np.full(shape, value, dtype)
+
+    return {
+        "present": full(n_jobs, False, b), "done": full(n_jobs, False, b),
+        "phase": full(n_jobs, int(PodGroupPhase.PENDING), np.int8), "created": full(n_jobs, False, b),
+        "status": full(n_tasks, PENDING, np.int8), "node": full(n_tasks, -1, i64), "open_run": full(n_tasks, -1, i64),
+        "pip_on": full(n_tasks, -1, i64), "pip_action": full(n_tasks, -1, i64),
+        "run_start": full(n_jobs, np.nan, f), "work_done": full(n_jobs, 0.0, f), "lost_work": full(n_jobs, 0.0, f),
+        "enq_t": full(n_jobs, np.nan, f), "start_t": full(n_jobs, np.nan, f), "end_t": full(n_jobs, np.nan, f),
+        "evictions": full(n_jobs, 0, i64), "restarts": full(n_jobs, 0, i64), "version": full(n_jobs, 0, i64),
+        "n_used": full((n_nodes, n_res), 0.0, f), "n_rel": full((n_nodes, n_res), 0.0, f),
+        "n_pip": full((n_nodes, n_res), 0.0, f), "n_zero": full((n_nodes, 2), 0.0, f),
+        "j_cnt": full((n_jobs, N_STATUS), 0, np.int32), "j_pbe": full(n_jobs, 0, i64),
+        "pr_cnt": full((n_pairs, N_STATUS), 0, np.int32), "pr_pbe": full(n_pairs, 0, i64),
+        "j_alloc": full((n_jobs, n_res), 0.0, f), "j_preq": full((n_jobs, n_res), 0.0, f),
+        "live": full(n_jobs, -1, i64), "h_time": full(heap, 0.0, f), "h_key": full((heap, 3), 0, i64),
+        "ev_time": full(events, 0.0, f), "ev_int": full((events, 7), 0, np.int32),
+        "runs": full((runs, 5), np.nan, f), "ints": full(N_INTS, 0, i64),
+        "s_phase": full(n_jobs, 0, np.int8), "s_unsched": full(n_jobs, False, b), "new_phase": full(n_jobs, 0, np.int8),
+        "fit": full(n_tasks, False, b), "fit_start": full(n_tasks, 0, i64), "fit_len": full(n_tasks, 0, i64),
+        "fit_pool": full(scale * (n_nodes + 64), 0, i64), "pr_fail": full(n_pairs, False, b),
+        "pod_cnt": full(n_nodes, 0.0, f), "pod_sum": full((n_nodes, 3), 0.0, f), "pod_zero": full((n_nodes, 2), 0.0, f),
+        "d_alloc": full((n_jobs, n_res), 0.0, f), "d_share": full(n_jobs, 0.0, f),
+        "a_has": full(n_queues, False, b), "a_order": full(n_queues, 0, i64), "a_met": full(n_queues, False, b),
+        "a_alloc": full((2, n_queues, n_res), 0.0, f), "a_req": full((2, n_queues, n_res), 0.0, f),
+        "a_inq": full((2, n_queues, n_res), 0.0, f), "a_el": full((2, n_queues, n_res), 0.0, f),
+        "a_des": full((2, n_queues, n_res), 0.0, f), "a_share": full((2, n_queues), 0.0, f),
+        "o_idle": full(n_res, 0.0, f), "o_inq": full(n_res, 0.0, f),
+        "q_seen": full(n_queues, False, b), "q_off": full(n_queues + 1, 0, i64), "q_order": full(n_queues, 0, i64),
+        "qh": full(n_queues + n_jobs + 1, 0, i64), "jh": full(max(n_jobs, 1), 0, i64), "jh_n": full(n_queues, 0, i64),
+        "jl": full(max(n_jobs, 1), 0, i64), "jl_n": full(n_queues, 0, i64),
+        "th": full(max(n_tasks, 1), 0, i64), "th_n": full(n_jobs, 0, i64),
+        "l_tasks": full(n_tasks, 0, i64), "cand": full(n_tasks, 0, i64), "vic": full(n_tasks, 0, i64),
+        "vtmp": full(n_tasks, 0, i64), "vh": full(n_tasks, 0, i64), "mark": full(n_tasks, 0, i64),
+        "occ": full(n_jobs, 0, i64), "occ_mark": full(n_jobs, 0, i64), "rem": full((n_jobs, n_res), 0.0, f),
+        "rem_mark": full(n_jobs, 0, i64), "qrem": full((n_queues, n_res), 0.0, f), "qrem_mark": full(n_queues, 0, i64),
+        "node_mark": full(n_nodes, 0, i64), "feas": full(n_nodes, 0, i64), "nlist": full(n_nodes, 0, i64),
+        "unres": full(n_nodes, 0, i64), "score": full(n_nodes, 0.0, f), "norder": full(n_nodes, 0, i64),
+        "cache": full((max_pairs, n_nodes), 0, np.int8), "cache_mark": full(max_pairs, 0, i64),
+        "ops": full((2 * n_tasks + 16, 3), 0, i64), "binds": full((n_tasks + 1, 4), 0, i64),
+        "evicts": full((n_tasks + 1, 3), 0, i64), "pipelined": full(n_tasks + 1, 0, i64),
+        "pipelined_on": full(n_tasks + 1, 0, i64), "vec": full((8, n_res), 0.0, f),
+    }
+
+
+# ---------------------------------------------------------------------------------------- run
+
+
+_CACHE: OrderedDict[str, tuple[Compiled, dict, str | None]] = OrderedDict()
+_CACHE_SIZE = 4
+
+
+def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
+    """The compiled scenario, its static core arrays and what the core cannot simulate (None if
+    it can), cached by the scenario's content."""
+    key = scenario.model_dump_json()
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    compiled = compile_scenario(scenario)
+    why = unsupported(compiled.problem)
+    entry = (compiled, static_arrays(compiled) if why is None else {}, why)
+    _CACHE[key] = entry
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return entry
+
+
+def run(compiled: Compiled, static: dict) -> RunRecord:
+    """Run the compiled scenario on the numba core."""
+    from .core_clock import run as run_core
+
+    scale = 1
+    while True:
+        mutable = mutable_arrays(static, scale)
+        fields = CoreFields(**static, **mutable)
+        run_core(fields)
+        if not mutable["ints"][I_OVERFLOW]:
+            return _record(compiled, mutable)
+        scale *= 4
+
+
+def _record(c: Compiled, m: dict) -> RunRecord:
+    ints = m["ints"]
+    return RunRecord(
+        done=m["done"], running=~np.isnan(m["run_start"]), phase=m["phase"], enqueue_time=m["enq_t"],
+        start_time=m["start_t"], end_time=m["end_t"], evictions=m["evictions"], lost_work=m["lost_work"],
+        runs=m["runs"][:ints[I_RUNS]], events=_events(c.problem, m["ev_time"][:ints[I_EVENTS]],
+                                                      m["ev_int"][:ints[I_EVENTS]]),
+        sessions=int(ints[I_SESSIONS]),
+    )
+
+
+_ACTION_NAMES = {int(a): a.name.lower() for a in Action}
+_PHASE_NAMES = {int(p): p.name.title() for p in PodGroupPhase}
+
+
+def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> list[tuple]:
+    """(time, kind, job, task, node, reason, message) tuples, with the reference engine's texts."""
+    kind, job, task, node, msg, a, b = (coded[:, k] for k in range(7))
+    reasons = np.full(len(time), "", object)
+    messages = np.full(len(time), "", object)
+    reasons[kind == EVENT_KINDS.index("Bound")] = "Scheduled"
+    reasons[msg == MSG_RESTART] = "PodEvicted"
+    messages[msg == MSG_RESTART] = "RestartJob: the gang fell below minAvailable"
+    messages[msg == MSG_SNAPSHOT] = "running in the snapshot"
+    for code, text in ((MSG_FITS_IDLE, "fits Idle on {node} for {task}"),
+                       (MSG_BACKFILL, "best-effort task placed on {node} for {task}")):
+        rows = np.flatnonzero(msg == code)
+        messages[rows] = [text.format(node=p.node_names[n], task=p.task_names[t]) for t, n in zip(a[rows], b[rows])]
+    for code, text in ((MSG_FITS_FUTURE, "fits FutureIdle on {node} for {task}"),
+                       (MSG_PREEMPTED_ROOM, "preempted room on {node} for {task}"),
+                       (MSG_RECLAIMED_ROOM, "reclaimed room on {node} for {task}")):
+        rows = np.flatnonzero(msg == code)
+        messages[rows] = [text.format(node=p.node_names[n], task=p.task_names[t]) for t, n in zip(task[rows], node[rows])]
+        reasons[rows] = [_ACTION_NAMES[x] for x in a[rows]]
+    for code, text, action in ((MSG_PREEMPTED_BY, "preempted by {}", "preempt"),
+                               (MSG_RECLAIMED_BY, "reclaimed by {}", "reclaim")):
+        rows = np.flatnonzero(msg == code)
+        messages[rows] = [text.format(p.task_names[t]) for t in a[rows]]
+        reasons[rows] = action
+    rows = np.flatnonzero(msg == MSG_PHASE)
+    messages[rows] = [f"PodGroup {_PHASE_NAMES[x]} -> {_PHASE_NAMES[y]}" for x, y in zip(a[rows], b[rows])]
+    rows = np.flatnonzero(msg == MSG_PODS_RUNNING)
+    messages[rows] = [f"{x} pods running" for x in a[rows]]
+    names = np.array(EVENT_KINDS, object)[kind]
+    return list(zip(time.tolist(), names.tolist(), job.tolist(), task.tolist(), node.tolist(), reasons.tolist(),
+                    messages.tolist()))
+

@@ -1,0 +1,325 @@
+"""Resource comparisons and the bookkeeping of tasks, jobs and nodes, for the numba core.
+
+The comparisons mirror ``labkit.engine.resources`` (Volcano's api/resource_info.go) on rows of
+the state's arrays. The bookkeeping is kept incrementally: :func:`account` adds or removes one
+task's share (job status counters, per-role counters, the job's allocated and pending requests,
+the node's Used/Releasing/Pipelined), and every status change goes through :func:`set_status`.
+Only tasks of jobs whose pods exist (``s.created``) are counted, as a session sees only those.
+All quantities are whole numbers in Volcano units, so incremental sums are exact.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from .core_state import (
+    ALLOCATED,
+    BINDING,
+    BOUND,
+    CPU,
+    FAILED,
+    MEMORY,
+    MIN_RESOURCE,
+    PENDING,
+    PIPELINED,
+    PODS,
+    RELEASING,
+    RUNNING,
+    SUCCEEDED,
+)
+
+# -------------------------------------------------------------------------------- resources
+
+
+@njit(cache=True)
+def le(left, right):
+    """lessEqualFunc: ``left < right`` or within the 0.1 tolerance."""
+    return left < right or abs(left - right) < MIN_RESOURCE
+
+
+@njit(cache=True)
+def less_equal(left, right):
+    """Resource.LessEqual: every dimension fits, with tolerance."""
+    for r in range(left.size):
+        if not le(left[r], right[r]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def requested(req, r):
+    """The request names dimension ``r`` (pods is an ignored scalar)."""
+    return r != PODS and req[r] > 0
+
+
+@njit(cache=True)
+def less_equal_on_requested(left, right, req):
+    """LessEqualWithDimensionAndResourcesName: strictly ``left <= right`` on requested dims."""
+    for r in range(req.size):
+        if requested(req, r) and not left[r] <= right[r]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def less_equal_partly_zero_filtered(left, right, req):
+    """LessEqualPartlyWithDimensionZeroFiltered: ``left <= right`` (tolerant) on at least one
+    requested dimension that is not zero on both sides."""
+    for r in range(req.size):
+        if requested(req, r) and not (left[r] < MIN_RESOURCE and right[r] < MIN_RESOURCE) and le(left[r], right[r]):
+            return True
+    return False
+
+
+@njit(cache=True)
+def greater_partly_on_relevant(left, right, right_named, req):
+    """GreaterPartlyWithRelevantDimensions: ``left > right`` on a requested dimension ``right`` has."""
+    for r in range(req.size):
+        if not (requested(req, r) and right_named[r]):
+            continue
+        if (r == CPU or r == MEMORY) and right[r] < MIN_RESOURCE:
+            continue
+        if left[r] > right[r]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def is_empty(res):
+    """Resource.IsEmpty: nothing but pods."""
+    for r in range(res.size):
+        if r != PODS and res[r] >= MIN_RESOURCE:
+            return False
+    return True
+
+
+@njit(cache=True)
+def intersects(a, b, ignore_pods):
+    """api.Intersection (WithIgnoredScalarResources) is not empty."""
+    for r in range(a.size):
+        if ignore_pods and r == PODS:
+            continue
+        if a[r] >= MIN_RESOURCE and b[r] >= MIN_RESOURCE:
+            return True
+    return False
+
+
+@njit(cache=True)
+def dominant_share(allocated, total):
+    """Largest allocated/total over the dimensions ``total`` names (helpers.Share)."""
+    best = 0.0
+    for r in range(total.size):
+        if total[r] >= MIN_RESOURCE:
+            share = allocated[r] / total[r]
+            if share > best:
+                best = share
+    return best
+
+
+@njit(cache=True)
+def fits_idle(s, t, n):
+    """The task's request fits the node's Idle (allocatable - used)."""
+    req, alloc, used = s.t_req[t], s.node_alloc[n], s.n_used[n]
+    for r in range(req.size):
+        if not le(req[r], alloc[r] - used[r]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def future_idle(s, n, out):
+    """FutureIdle = Idle + Releasing - Pipelined, into ``out``."""
+    alloc, used, rel, pip = s.node_alloc[n], s.n_used[n], s.n_rel[n], s.n_pip[n]
+    for r in range(out.size):
+        out[r] = alloc[r] - used[r] + rel[r] - pip[r]
+
+
+@njit(cache=True)
+def fits_future(s, t, n):
+    """The task's request fits the node's FutureIdle."""
+    req, alloc, used, rel, pip = s.t_req[t], s.node_alloc[n], s.n_used[n], s.n_rel[n], s.n_pip[n]
+    for r in range(req.size):
+        if not le(req[r], alloc[r] - used[r] + rel[r] - pip[r]):
+            return False
+    return True
+
+
+# -------------------------------------------------------------------------------- bookkeeping
+
+
+@njit(cache=True)
+def add_row(dst, src, sign):
+    """``dst += sign * src`` without a temporary."""
+    for r in range(dst.size):
+        dst[r] += sign * src[r]
+
+
+@njit(cache=True)
+def copy_row(dst, src):
+    for r in range(dst.size):
+        dst[r] = src[r]
+
+
+@njit(cache=True)
+def is_allocated(status):
+    """api.AllocatedStatus."""
+    return status == BOUND or status == BINDING or status == RUNNING or status == ALLOCATED
+
+
+@njit(cache=True)
+def account(s, t, sign):
+    """Add (``sign`` 1) or remove (-1) task ``t``'s share for its current status and node."""
+    j, p, st = s.t_job[t], s.t_pair[t], s.status[t]
+    req = s.t_req[t]
+    s.j_cnt[j, st] += sign
+    s.pr_cnt[p, st] += sign
+    if st == PENDING:
+        if s.t_be[t]:
+            s.j_pbe[j] += sign
+            s.pr_pbe[p] += sign
+        add_row(s.j_preq[j], req, sign)
+    elif is_allocated(st):
+        add_row(s.j_alloc[j], req, sign)
+    n = s.node[t]
+    if n < 0 or st == PENDING or st == SUCCEEDED or st == FAILED:
+        return
+    if st == PIPELINED:
+        add_row(s.n_pip[n], req, sign)
+        return
+    add_row(s.n_used[n], req, sign)
+    if st == RELEASING:
+        add_row(s.n_rel[n], req, sign)
+    if req[CPU] <= 0:
+        s.n_zero[n, 0] += sign
+    if req[MEMORY] <= 0:
+        s.n_zero[n, 1] += sign
+
+
+@njit(cache=True)
+def set_status(s, t, status, node):
+    """Move task ``t`` to ``status`` on ``node`` (-1 = none), keeping the bookkeeping in step."""
+    counted = s.created[s.t_job[t]]
+    if counted:
+        account(s, t, -1)
+    s.status[t] = status
+    s.node[t] = node
+    if counted:
+        account(s, t, 1)
+
+
+@njit(cache=True)
+def set_created(s, j, created):
+    """The vcjob controller creates (or deletes) the job's pods: they enter (leave) the books."""
+    if s.created[j] == created:
+        return
+    if not created:
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            account(s, t, -1)
+    s.created[j] = created
+    if created:
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            account(s, t, 1)
+
+
+# -------------------------------------------------------------------------------- job counters
+
+
+@njit(cache=True)
+def n_tasks(s, j):
+    """len(job.tasks): the job's pods, once created."""
+    return s.j_lo[j + 1] - s.j_lo[j] if s.created[j] else 0
+
+
+@njit(cache=True)
+def ready_of(c):
+    """ReadyTaskNum from a row of status counts: allocated statuses + Succeeded."""
+    return c[ALLOCATED] + c[BINDING] + c[BOUND] + c[RUNNING] + c[SUCCEEDED]
+
+
+@njit(cache=True)
+def ready(s, j):
+    return ready_of(s.j_cnt[j])
+
+
+@njit(cache=True)
+def allocated_tasks(s, j):
+    c = s.j_cnt[j]
+    return c[ALLOCATED] + c[BINDING] + c[BOUND] + c[RUNNING]
+
+
+@njit(cache=True)
+def is_ready(s, j):
+    """JobInfo.IsReady: ready + pending best-effort >= minAvailable."""
+    return ready(s, j) + s.j_pbe[j] >= s.j_min[j]
+
+
+@njit(cache=True)
+def is_pipelined(s, j):
+    return s.j_cnt[j, PIPELINED] + ready(s, j) + s.j_pbe[j] >= s.j_min[j]
+
+
+@njit(cache=True)
+def is_starving(s, j):
+    return s.j_cnt[j, PIPELINED] + ready(s, j) < s.j_min[j]
+
+
+@njit(cache=True)
+def valid_of(c):
+    """ValidTaskNum from a row of status counts."""
+    return ready_of(c) + c[PIPELINED] + c[PENDING]
+
+
+@njit(cache=True)
+def scheduled(s, j):
+    """ScheduledTaskNum + releasing tasks on a node (getPodGroupPhase)."""
+    c = s.j_cnt[j]
+    return c[RUNNING] + c[BOUND] + c[FAILED] + c[SUCCEEDED] + c[RELEASING]
+
+
+ROLE_VALID, ROLE_READY, ROLE_PIPELINED = 0, 1, 2
+
+
+@njit(cache=True)
+def roles_meet_minimum(s, j, what):
+    """CheckTaskValid / CheckTaskReady / CheckTaskPipelined: every role with a minimum has that
+    many tasks counted; skipped when minAvailable < the sum of the role minima."""
+    if s.j_min[j] < s.j_min_total[j]:
+        return True
+    for p in range(s.j_pair[j], s.j_pair[j + 1]):
+        need = s.pair_min[p]
+        if need <= 0:
+            continue
+        c = s.pr_cnt[p]
+        if what == ROLE_VALID:
+            have = valid_of(c)
+        elif what == ROLE_READY:
+            have = ready_of(c)
+        else:
+            have = ready_of(c) + c[PIPELINED] + s.pr_pbe[p]
+        if have < need:
+            return False
+    return True
+
+
+@njit(cache=True)
+def need_continue_allocating(s, j):
+    """JobInfo.NeedContinueAllocating after a task found no node."""
+    if s.j_min[j] == n_tasks(s, j):
+        return False
+    if s.j_min[j] < s.j_min_total[j]:
+        left = 0
+        for p in range(s.j_pair[j], s.j_pair[j + 1]):
+            if not s.pr_fail[p]:
+                left += s.pr_cnt[p, PENDING]
+        return ready(s, j) + left >= s.j_min[j]
+    for p in range(s.j_pair[j], s.j_pair[j + 1]):
+        if s.pr_fail[p] and s.pair_min[p] > 0 and ready_of(s.pr_cnt[p]) < s.pair_min[p]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def zero_row(row):
+    for r in range(row.size):
+        row[r] = 0.0
+

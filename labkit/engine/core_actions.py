@@ -1,0 +1,868 @@
+"""One Volcano session in the numba core: open, the actions in conf order, close (mirrors
+``reference.py`` and the Session/Statement of ``framework.py``).
+
+The session works on the live part of the state in place: the jobs in ``s.live`` and the pods
+they have. Tentative changes are task status changes through the bookkeeping of
+``core_account``; :func:`close_session` turns everything the session only tentatively placed
+back to Pending, leaving the binds and evictions it committed in ``s.binds`` / ``s.evicts`` and
+the pipelined pods in ``s.pipelined`` for the clock to apply.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from .core_account import (
+    fits_future,
+    fits_idle,
+    future_idle,
+    is_ready,
+    less_equal,
+    n_tasks,
+    need_continue_allocating,
+    scheduled,
+    set_status,
+)
+from .core_plugins import (
+    HEAP_JOB,
+    HEAP_QUEUE,
+    HEAP_TASK,
+    HEAP_VICTIM,
+    allocatable,
+    fire,
+    heap_pop,
+    heap_push,
+    job_enqueued,
+    job_ready,
+    job_starving,
+    job_valid,
+    new_stamp,
+    node_score,
+    open_plugins,
+    overused,
+    predicate,
+    preemptive,
+    victims_of,
+    vote,
+)
+from .core_state import (
+    ALLOCATE,
+    ALLOCATED,
+    BACKFILL,
+    BINDING,
+    BOUND,
+    ENQUEUE,
+    F_NODE_MISMATCH,
+    F_OK,
+    F_RESOURCES,
+    F_UNSCHEDULABLE_NODE,
+    FAILED,
+    GANG,
+    H_JOB_ENQUEUEABLE,
+    H_JOB_PIPELINED,
+    H_PREEMPTABLE,
+    H_RECLAIMABLE,
+    I_ACTION,
+    I_BINDS,
+    I_EVICTS,
+    I_FIT_POOL,
+    I_LIVE,
+    I_NEXT_NODE,
+    I_OVERFLOW,
+    I_QUEUE_HEAP,
+    I_TOP,
+    I_UNRESOLVABLE,
+    MSG_BACKFILL,
+    MSG_FITS_IDLE,
+    OP_ALLOCATE,
+    OP_EVICT,
+    OP_PIPELINE,
+    PENDING,
+    PH_COMPLETED,
+    PH_INQUEUE,
+    PH_PENDING,
+    PH_RUNNING,
+    PH_UNKNOWN,
+    PH_UNSET,
+    PIPELINED,
+    PREEMPT,
+    RECLAIM,
+    RELEASING,
+    RUNNING,
+    SCAN_ALLOCATE,
+    SCAN_PREDICATE,
+    SCAN_PREEMPT,
+    SUCCEEDED,
+)
+
+MIN_NODES_TO_FIND = 100
+MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
+
+SCOPE_QUEUE, SCOPE_JOB = 0, 1
+
+# -------------------------------------------------------------------------------- statements
+
+
+@njit(cache=True)
+def push_op(s, kind, t, ref):
+    top = s.ints[I_TOP]
+    if top >= s.ops.shape[0]:
+        s.ints[I_OVERFLOW] = 1
+        return
+    s.ops[top, 0], s.ops[top, 1], s.ops[top, 2] = kind, t, ref
+    s.ints[I_TOP] = top + 1
+
+
+@njit(cache=True)
+def place(s, t, n, status):
+    """Session._place: the task goes Allocated or Pipelined on ``n``; its Allocate event fires."""
+    set_status(s, t, status, n)
+    fire(s, t, n, 1)
+
+
+@njit(cache=True)
+def unplace(s, t):
+    """Session._unplace: back to Pending, off its node; its Deallocate event fires."""
+    n = s.node[t]
+    set_status(s, t, PENDING, -1)
+    fire(s, t, n, -1)
+
+
+@njit(cache=True)
+def evict(s, t, ref):
+    """Statement.Evict: the task is Releasing on its node (``ref``: the task it makes room for)."""
+    set_status(s, t, RELEASING, s.node[t])
+    fire(s, t, s.node[t], -1)
+    push_op(s, OP_EVICT, t, ref)
+
+
+@njit(cache=True)
+def pipeline(s, t, n):
+    """Statement.Pipeline, remembering which action pipelined the task (its event's reason)."""
+    place(s, t, n, PIPELINED)
+    s.pip_action[t] = s.ints[I_ACTION]
+    push_op(s, OP_PIPELINE, t, t)
+
+
+@njit(cache=True)
+def stmt_allocate(s, t, n):
+    place(s, t, n, ALLOCATED)
+    push_op(s, OP_ALLOCATE, t, t)
+
+
+@njit(cache=True)
+def dispatch(s, t, msg, ref_task, ref_node):
+    """Send an Allocated task to the binder: Binding, recorded as a bind with its reason."""
+    set_status(s, t, BINDING, s.node[t])
+    k = s.ints[I_BINDS]
+    if k >= s.binds.shape[0]:
+        s.ints[I_OVERFLOW] = 1
+        return
+    s.binds[k, 0], s.binds[k, 1], s.binds[k, 2], s.binds[k, 3] = t, msg, ref_task, ref_node
+    s.ints[I_BINDS] = k + 1
+
+
+@njit(cache=True)
+def discard(s, start):
+    """Statement.Discard: undo the operations above ``start``, last first."""
+    for k in range(s.ints[I_TOP] - 1, start - 1, -1):
+        t = s.ops[k, 1]
+        if s.ops[k, 0] == OP_EVICT:
+            set_status(s, t, RUNNING, s.node[t])
+            fire(s, t, s.node[t], 1)
+        else:
+            unplace(s, t)
+    s.ints[I_TOP] = start
+
+
+@njit(cache=True)
+def commit(s, start):
+    """Statement.Commit: evictions go to the evictor, allocations to the binder."""
+    for k in range(start, s.ints[I_TOP]):
+        kind, t, ref = s.ops[k, 0], s.ops[k, 1], s.ops[k, 2]
+        if kind == OP_EVICT:
+            e = s.ints[I_EVICTS]
+            if e >= s.evicts.shape[0]:
+                s.ints[I_OVERFLOW] = 1
+                continue
+            s.evicts[e, 0], s.evicts[e, 1], s.evicts[e, 2] = t, s.ints[I_ACTION], ref
+            s.ints[I_EVICTS] = e + 1
+        elif kind == OP_ALLOCATE:
+            dispatch(s, t, MSG_FITS_IDLE, t, s.node[t])
+    s.ints[I_TOP] = start
+
+
+@njit(cache=True)
+def session_allocate(s, t, n):
+    """Session.Allocate (backfill): allocate, and dispatch the job's Allocated tasks once ready."""
+    place(s, t, n, ALLOCATED)
+    j = s.t_job[t]
+    if job_ready(s, j):
+        for other in range(s.j_lo[j], s.j_lo[j + 1]):
+            if s.status[other] == ALLOCATED:
+                dispatch(s, other, MSG_BACKFILL, t, n)
+
+
+# -------------------------------------------------------------------------------- node scan
+
+
+@njit(cache=True)
+def nodes_to_find(n):
+    """CalculateNumOfFeasibleNodesToFind with the default options."""
+    if n <= MIN_NODES_TO_FIND:
+        return n
+    percentage = max(50 - n // 125, MIN_PERCENTAGE_OF_NODES_TO_FIND)
+    return max(n * percentage // 100, MIN_NODES_TO_FIND)
+
+
+@njit(cache=True)
+def unresolvable(failure):
+    return failure == F_UNSCHEDULABLE_NODE or failure == F_NODE_MISMATCH
+
+
+@njit(cache=True)
+def failure_of(s, t, n, mode):
+    """The predicate a scan applies: allocate (FutureIdle fit, then PredicateFn), backfill
+    (PredicateFn) or preempt (only unresolvable failures count)."""
+    if mode == SCAN_ALLOCATE and not fits_future(s, t, n):
+        return F_RESOURCES
+    failure = predicate(s, t, n)
+    if mode == SCAN_PREEMPT and not unresolvable(failure):
+        return F_OK
+    return failure
+
+
+@njit(cache=True)
+def scan(s, t, mode, nodes, nn, cache_row):
+    """PredicateNodes over ``nodes[:nn]`` from the rotating start: the feasible nodes go to
+    ``s.feas`` (returns their count), unresolvable failures to ``s.unres``. ``cache_row`` >= 0
+    is the predicate error cache of the task's (job, role) in this scan."""
+    s.ints[I_UNRESOLVABLE] = 0
+    if nn == 0:
+        return 0
+    wanted = nodes_to_find(nn)
+    start = s.ints[I_NEXT_NODE]
+    found, failed, processed = 0, 0, 0
+    for i in range(nn):
+        n = nodes[(start + i) % nn]
+        processed += 1
+        failure = s.cache[cache_row, n] if cache_row >= 0 else F_OK
+        if failure == F_OK:
+            failure = failure_of(s, t, n, mode)
+            if failure != F_OK and cache_row >= 0:
+                s.cache[cache_row, n] = failure
+        if failure != F_OK:
+            if unresolvable(failure):
+                s.unres[failed] = n
+                failed += 1
+            continue
+        if found == wanted:
+            break
+        s.feas[found] = n
+        found += 1
+    s.ints[I_NEXT_NODE] = (start + processed) % nn
+    s.ints[I_UNRESOLVABLE] = failed
+    return found
+
+
+@njit(cache=True)
+def record_fit_error(s, t, with_nodes):
+    """NodesFitErrors[task]: the task found no node; with ``with_nodes`` the unresolvable
+    nodes of the last scan are kept for preempt and reclaim to skip."""
+    s.fit[t] = True
+    s.pr_fail[s.t_pair[t]] = True
+    count = s.ints[I_UNRESOLVABLE] if with_nodes else 0
+    top = s.ints[I_FIT_POOL]
+    if top + count > s.fit_pool.size:
+        s.ints[I_OVERFLOW] = 1
+        count = 0
+    s.fit_start[t], s.fit_len[t] = top, count
+    for k in range(count):
+        s.fit_pool[top + k] = s.unres[k]
+    s.ints[I_FIT_POOL] = top + count
+
+
+@njit(cache=True)
+def best_node(s, t, nodes, m):
+    """SelectBestNodeAndScore: the highest score; equal scores go to the lowest node index."""
+    best, best_score = -1, 0.0
+    for k in range(m):
+        n = nodes[k]
+        score = node_score(s, t, n)
+        if best < 0 or score > best_score or (score == best_score and n < best):
+            best, best_score = n, score
+    return best
+
+
+@njit(cache=True)
+def sort_nodes(s, t, m):
+    """SortNodes of ``s.feas[:m]`` into ``s.norder``: descending score, ties in scan order."""
+    for k in range(m):
+        score = node_score(s, t, s.feas[k])
+        i = k
+        while i > 0 and s.score[i - 1] < score:
+            s.score[i], s.norder[i] = s.score[i - 1], s.norder[i - 1]
+            i -= 1
+        s.score[i], s.norder[i] = score, s.feas[k]
+
+
+@njit(cache=True)
+def prioritize(s, t, m):
+    """allocate prioritizeNodes over ``s.feas[:m]``: nodes where the task fits Idle, else those
+    where it fits FutureIdle; the best of the group."""
+    group = s.norder
+    size = 0
+    for k in range(m):
+        if fits_idle(s, t, s.feas[k]):
+            group[size] = s.feas[k]
+            size += 1
+    if size == 0:
+        for k in range(m):
+            if fits_future(s, t, s.feas[k]):
+                group[size] = s.feas[k]
+                size += 1
+    return group[0] if size == 1 else best_node(s, t, group, size)
+
+
+# -------------------------------------------------------------------------------- open / close
+
+
+@njit(cache=True)
+def is_pending(phase):
+    return phase == PH_PENDING or phase == PH_UNSET
+
+
+@njit(cache=True)
+def open_session(s):
+    """OpenSession on the live jobs: session phases, cleared fit errors, the nodes' pod view,
+    per-queue room in the job heaps, then the plugins' state."""
+    live, n_live = s.live, s.ints[I_LIVE]
+    s.q_off[:] = 0
+    for i in range(n_live):
+        j = live[i]
+        s.s_phase[j] = s.phase[j]
+        s.s_unsched[j] = False
+        s.q_off[s.j_queue[j] + 1] += 1
+        for p in range(s.j_pair[j], s.j_pair[j + 1]):
+            s.pr_fail[p] = False
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            s.fit[t] = False
+    for q in range(s.q_off.size - 1):
+        s.q_off[q + 1] += s.q_off[q]
+    gpu = s.gpu
+    for n in range(s.n_used.shape[0]):
+        used = s.n_used[n]
+        s.pod_cnt[n] = used[2]
+        s.pod_sum[n, 0], s.pod_sum[n, 1] = used[0], used[1]
+        s.pod_sum[n, 2] = used[gpu] if gpu >= 0 else 0.0
+        s.pod_zero[n, 0], s.pod_zero[n, 1] = s.n_zero[n, 0], s.n_zero[n, 1]
+    s.ints[I_FIT_POOL] = 0
+    s.ints[I_TOP] = 0
+    s.ints[I_BINDS] = 0
+    s.ints[I_EVICTS] = 0
+    open_plugins(s)
+
+
+@njit(cache=True)
+def releasing_suffices(s, j):
+    """gang shouldSkipUnschedulableForReleasing."""
+    releasing = s.j_cnt[j, RELEASING]
+    if releasing == 0 or s.j_cnt[j, PENDING] > 0 or s.j_cnt[j, PIPELINED] > 0:
+        return False
+    return scheduled(s, j) >= s.j_min[j]
+
+
+@njit(cache=True)
+def podgroup_phase(s, j):
+    """getPodGroupPhase at session close."""
+    c = s.j_cnt[j]
+    if c[RUNNING] > 0 and s.s_unsched[j]:
+        return PH_UNKNOWN
+    done = scheduled(s, j)
+    if done >= s.j_min[j]:
+        return PH_COMPLETED if done == c[SUCCEEDED] + c[FAILED] else PH_RUNNING
+    return PH_INQUEUE if s.s_phase[j] == PH_INQUEUE else PH_PENDING
+
+
+@njit(cache=True)
+def close_session(s):
+    """CloseSession: gang marks unready jobs unschedulable, PodGroup phases into
+    ``s.new_phase``, pipelined pods into ``s.pipelined`` (returns their count); then every
+    tentative placement goes back to Pending and committed evictions back to Running (the
+    clock applies binds and evictions itself)."""
+    live, n_live = s.live, s.ints[I_LIVE]
+    if s.of_kind[GANG] >= 0:
+        for i in range(n_live):
+            j = live[i]
+            if n_tasks(s, j) > 0 and not is_ready(s, j) and not releasing_suffices(s, j):
+                s.s_unsched[j] = True
+    n_pipelined = 0
+    for i in range(n_live):
+        j = live[i]
+        s.new_phase[j] = podgroup_phase(s, j)
+        if s.j_cnt[j, PIPELINED] + s.j_cnt[j, ALLOCATED] + s.j_cnt[j, BINDING] == 0:
+            continue
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            st = s.status[t]
+            if st == PIPELINED:
+                s.pipelined[n_pipelined] = t
+                s.pipelined_on[n_pipelined] = s.node[t]
+                n_pipelined += 1
+                set_status(s, t, PENDING, -1)
+            elif st == ALLOCATED:
+                set_status(s, t, PENDING, -1)
+            elif st == BINDING:
+                set_status(s, t, RUNNING, s.node[t])
+    for k in range(s.ints[I_EVICTS]):
+        t = s.evicts[k, 0]
+        set_status(s, t, RUNNING, s.node[t])
+    return n_pipelined
+
+
+# -------------------------------------------------------------------------------- actions
+
+
+@njit(cache=True)
+def push_queue(s, q):
+    n = s.ints[I_QUEUE_HEAP]
+    if n >= s.qh.size:
+        s.ints[I_OVERFLOW] = 1
+        return
+    s.ints[I_QUEUE_HEAP] = heap_push(s, HEAP_QUEUE, s.qh, 0, n, q)
+
+
+@njit(cache=True)
+def pop_queue(s):
+    n = s.ints[I_QUEUE_HEAP]
+    s.ints[I_QUEUE_HEAP] = n - 1
+    return heap_pop(s, HEAP_QUEUE, s.qh, 0, n)
+
+
+@njit(cache=True)
+def push_job(s, q, j):
+    s.jh_n[q] = heap_push(s, HEAP_JOB, s.jh, s.q_off[q], s.jh_n[q], j)
+
+
+@njit(cache=True)
+def pop_job(s, q):
+    s.jh_n[q] -= 1
+    return heap_pop(s, HEAP_JOB, s.jh, s.q_off[q], s.jh_n[q] + 1)
+
+
+@njit(cache=True)
+def push_task(s, j, t):
+    s.th_n[j] = heap_push(s, HEAP_TASK, s.th, s.j_lo[j], s.th_n[j], t)
+
+
+@njit(cache=True)
+def pop_task(s, j):
+    s.th_n[j] -= 1
+    return heap_pop(s, HEAP_TASK, s.th, s.j_lo[j], s.th_n[j] + 1)
+
+
+@njit(cache=True)
+def tasks_with_status(s, j, status):
+    """The job's task heap holds its tasks in ``status``, pushed in task order."""
+    s.th_n[j] = 0
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[t] == status:
+            push_task(s, j, t)
+
+
+@njit(cache=True)
+def first_sight(s, q):
+    """The queue enters this action: mark it, empty its job heap; True the first time."""
+    if s.q_seen[q]:
+        return False
+    s.q_seen[q] = True
+    s.jh_n[q] = 0
+    s.jl_n[q] = 0
+    return True
+
+
+@njit(cache=True)
+def start_action(s, action):
+    s.q_seen[:] = False
+    s.ints[I_QUEUE_HEAP] = 0
+    s.ints[I_ACTION] = action
+
+
+@njit(cache=True)
+def enqueue(s, now):
+    """enqueue: admit Pending PodGroups, one job per queue turn, queues by QueueOrderFn."""
+    start_action(s, ENQUEUE)
+    for i in range(s.ints[I_LIVE]):
+        j = s.live[i]
+        q = s.j_queue[j]
+        if first_sight(s, q):
+            push_queue(s, q)
+        if is_pending(s.s_phase[j]):
+            push_job(s, q, j)
+    while s.ints[I_QUEUE_HEAP] > 0:
+        q = pop_queue(s)
+        if s.jh_n[q] == 0:
+            continue
+        j = pop_job(s, q)
+        if not s.j_has_minres[j] or vote(s, H_JOB_ENQUEUEABLE, j, now):
+            job_enqueued(s, j)
+            s.s_phase[j] = PH_INQUEUE
+        push_queue(s, q)
+
+
+@njit(cache=True)
+def allocate(s, now):
+    """allocate: one job per queue turn (Overused queues dropped), its pending tasks in one
+    statement, committed when the job is ready."""
+    start_action(s, ALLOCATE)
+    for i in range(s.ints[I_LIVE]):
+        j = s.live[i]
+        if is_pending(s.s_phase[j]):
+            if s.has_enqueue:
+                continue
+            s.s_phase[j] = PH_INQUEUE
+        if not job_valid(s, j):
+            continue
+        c = s.j_cnt[j]
+        if c[PENDING] - s.j_pbe[j] == 0:
+            continue
+        q = s.j_queue[j]
+        if first_sight(s, q):
+            push_queue(s, q)
+        push_job(s, q, j)
+        s.th_n[j] = 0
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            if s.status[t] == PENDING and not s.t_be[t]:
+                push_task(s, j, t)
+    while s.ints[I_QUEUE_HEAP] > 0:
+        q = pop_queue(s)
+        if overused(s, q):
+            continue
+        if s.jh_n[q] == 0:
+            continue
+        j = pop_job(s, q)
+        start = s.ints[I_TOP]
+        kept = allocate_tasks(s, j, now, start)
+        if kept and job_ready(s, j):
+            commit(s, start)
+            if s.th_n[j] > 0:
+                push_job(s, q, j)
+        else:
+            s.ints[I_TOP] = start  # a pipelined job keeps its placements; the statement is dropped
+        push_queue(s, q)
+
+
+@njit(cache=True)
+def allocate_tasks(s, j, now, start):
+    """allocateResourcesForTasks in a statement opened at ``start``: True if it is kept (job
+    ready or pipelined), else it is discarded."""
+    q = s.j_queue[j]
+    stamp = new_stamp(s)
+    while s.th_n[j] > 0:
+        t = pop_task(s, j)
+        if not allocatable(s, q, t):
+            continue
+        if s.t_named[t] and s.pr_fail[s.t_pair[t]]:
+            record_fit_error(s, t, False)
+            continue
+        row = -1
+        if s.t_named[t]:
+            row = s.t_pair[t] - s.j_pair[j]
+            if s.cache_mark[row] != stamp:
+                s.cache_mark[row] = stamp
+                s.cache[row, :] = F_OK
+        found = scan(s, t, SCAN_ALLOCATE, s.all_nodes, s.all_nodes.size, row)
+        if found == 0:
+            record_fit_error(s, t, True)
+            if need_continue_allocating(s, j):
+                continue
+            break
+        n = prioritize(s, t, found)
+        if fits_idle(s, t, n):
+            stmt_allocate(s, t, n)
+        else:
+            pipeline(s, t, n)
+        if job_ready(s, j):
+            break
+    if job_ready(s, j) or vote(s, H_JOB_PIPELINED, j, now):
+        return True
+    discard(s, start)
+    return False
+
+
+@njit(cache=True)
+def backfill(s, now):
+    """backfill: best-effort pending pods (and best-effort pipelined ones, un-pipelined first),
+    queue -> job -> task order, each on its best feasible node."""
+    start_action(s, BACKFILL)
+    for i in range(s.ints[I_LIVE]):
+        j = s.live[i]
+        if is_pending(s.s_phase[j]) or not job_valid(s, j):
+            continue
+        c = s.j_cnt[j]
+        if s.j_pbe[j] == 0 and c[PIPELINED] == 0:
+            continue
+        s.th_n[j] = 0
+        if s.j_pbe[j] > 0:
+            for t in range(s.j_lo[j], s.j_lo[j + 1]):
+                if s.status[t] == PENDING and s.t_be[t]:
+                    push_task(s, j, t)
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            if s.status[t] == PIPELINED and s.t_be[t]:
+                unplace(s, t)
+                push_task(s, j, t)
+        if s.th_n[j] == 0:
+            continue
+        q = s.j_queue[j]
+        if first_sight(s, q):
+            push_queue(s, q)
+        push_job(s, q, j)
+    ordered = 0
+    while s.ints[I_QUEUE_HEAP] > 0:
+        q = pop_queue(s)
+        while s.jh_n[q] > 0:
+            j = pop_job(s, q)
+            while s.th_n[j] > 0:
+                s.l_tasks[ordered] = pop_task(s, j)
+                ordered += 1
+    for k in range(ordered):
+        t = s.l_tasks[k]
+        found = scan(s, t, SCAN_PREDICATE, s.all_nodes, s.all_nodes.size, -1)
+        if found == 0:
+            record_fit_error(s, t, True)
+            continue
+        n = s.feas[0] if found == 1 else best_node(s, t, s.feas, found)
+        session_allocate(s, t, n)
+
+
+@njit(cache=True)
+def preempt_candidates(s, t):
+    """FilterOutUnschedulableAndUnresolvableNodesForTask, then the preempt predicate scan;
+    the feasible nodes are in ``s.feas``, their count returned."""
+    nn = 0
+    stamp = new_stamp(s)
+    if s.fit[t]:
+        for k in range(s.fit_start[t], s.fit_start[t] + s.fit_len[t]):
+            s.node_mark[s.fit_pool[k]] = stamp
+    for n in range(s.all_nodes.size):
+        if s.node_mark[n] != stamp:
+            s.nlist[nn] = n
+            nn += 1
+    return scan(s, t, SCAN_PREEMPT, s.nlist, nn, -1)
+
+
+@njit(cache=True)
+def tasks_on_node(s, n, preemptor, scope, j):
+    """The candidates on node ``n`` (by task index): preempt's eligible victims in ``scope``
+    (SCOPE_QUEUE: other jobs of the queue, SCOPE_JOB: the same job), or for reclaim (scope
+    -1) the Running preemptable tasks of other, reclaimable queues. Into ``s.cand``."""
+    q = s.j_queue[j]
+    count = 0
+    live = s.live
+    for i in range(s.ints[I_LIVE]):
+        other = live[i]
+        if not s.created[other]:
+            continue
+        oq = s.j_queue[other]
+        if scope == SCOPE_JOB and other != j:
+            continue
+        if scope == SCOPE_QUEUE and (oq != q or other == j):
+            continue
+        if scope < 0 and (oq == q or not s.q_reclaimable[oq]):
+            continue
+        for t in range(s.j_lo[other], s.j_lo[other + 1]):
+            if s.node[t] != n or not s.t_preemptable[t]:
+                continue
+            st = s.status[t]
+            if scope < 0:
+                if st != RUNNING:
+                    continue
+            elif not (st == BOUND or st == RUNNING) or (s.t_be[preemptor] and not s.t_be[t]):
+                continue
+            s.cand[count] = t
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def victims_room(s, t, n, nv):
+    """util.ValidateVictims: FutureIdle plus what the victims hold fits the task."""
+    room = s.vec[6]
+    future_idle(s, n, room)
+    for k in range(nv):
+        req = s.t_req[s.vic[k]]
+        for r in range(room.size):
+            room[r] += req[r]
+    return less_equal(s.t_req[t], room)
+
+
+@njit(cache=True)
+def victims_heap(s, nv):
+    """BuildVictimsPriorityQueue of ``s.vic[:nv]`` into ``s.vh``; returns its size."""
+    size = 0
+    for k in range(nv):
+        size = heap_push(s, HEAP_VICTIM, s.vh, 0, size, s.vic[k])
+    return size
+
+
+@njit(cache=True)
+def fits_on_node(s, q, t, n):
+    """preemptorFitsOnNode: Allocatable, FutureIdle fit, PredicateFn."""
+    return allocatable(s, q, t) and fits_future(s, t, n) and predicate(s, t, n) == F_OK
+
+
+@njit(cache=True)
+def preempt_task(s, t, scope):
+    """normalPreempt: nodes by descending score; on each, evict Preemptable victims in victim
+    order until the task fits, then pipeline it there (a node that never fits is undone)."""
+    if s.t_never[t]:
+        return False
+    j = s.t_job[t]
+    q = s.j_queue[j]
+    found = preempt_candidates(s, t)
+    sort_nodes(s, t, found)
+    for k in range(found):
+        n = s.norder[k]
+        nc = tasks_on_node(s, n, t, scope, j)
+        nv = victims_of(s, H_PREEMPTABLE, t, s.cand, nc)
+        if not victims_room(s, t, n, nv):
+            continue
+        start = s.ints[I_TOP]
+        size = victims_heap(s, nv)
+        fits = fits_on_node(s, q, t, n)
+        while size > 0 and not fits:
+            victim = heap_pop(s, HEAP_VICTIM, s.vh, 0, size)
+            size -= 1
+            evict(s, victim, t)
+            fits = fits_on_node(s, q, t, n)
+        if fits:
+            pipeline(s, t, n)
+            return True
+        discard(s, start)
+    return False
+
+
+@njit(cache=True)
+def preempt(s, now):
+    """preempt: starving jobs take room from other jobs of their queue (one statement per job,
+    committed if the job is then pipelined); then pending tasks of those jobs from running
+    lower-priority tasks of their own job."""
+    start_action(s, PREEMPT)
+    n_queues = 0
+    for i in range(s.ints[I_LIVE]):
+        j = s.live[i]
+        if is_pending(s.s_phase[j]) or not job_valid(s, j) or not job_starving(s, j):
+            continue
+        q = s.j_queue[j]
+        if first_sight(s, q):
+            s.q_order[n_queues] = q
+            n_queues += 1
+        push_job(s, q, j)
+        s.jl[s.q_off[q] + s.jl_n[q]] = j
+        s.jl_n[q] += 1
+        tasks_with_status(s, j, PENDING)
+    for k in range(n_queues):
+        push_queue(s, s.q_order[k])
+    while s.ints[I_QUEUE_HEAP] > 0:
+        q = pop_queue(s)
+        while s.jh_n[q] > 0:
+            j = pop_job(s, q)
+            start = s.ints[I_TOP]
+            while job_starving(s, j) and s.th_n[j] > 0:
+                preempt_task(s, pop_task(s, j), SCOPE_QUEUE)
+            if vote(s, H_JOB_PIPELINED, j, now):
+                commit(s, start)
+            else:
+                discard(s, start)
+        for k in range(s.jl_n[q]):
+            j = s.jl[s.q_off[q] + k]
+            tasks_with_status(s, j, PENDING)
+            while s.th_n[j] > 0:
+                start = s.ints[I_TOP]
+                if not preempt_task(s, pop_task(s, j), SCOPE_JOB):
+                    discard(s, start)
+                    break
+                commit(s, start)
+
+
+@njit(cache=True)
+def reclaim_task(s, t, j):
+    """reclaimForTask: on the first feasible node where the Reclaimable victims make room,
+    evict them in victim order while the request does not fit, then pipeline the task."""
+    found = preempt_candidates(s, t)
+    available = s.vec[5]
+    req = s.t_req[t]
+    for k in range(found):
+        n = s.feas[k]
+        nc = tasks_on_node(s, n, t, -1, j)
+        if nc == 0:
+            continue
+        nv = victims_of(s, H_RECLAIMABLE, t, s.cand, nc)
+        if not victims_room(s, t, n, nv):
+            continue
+        size = victims_heap(s, nv)
+        future_idle(s, n, available)
+        start = s.ints[I_TOP]
+        while size > 0 and not less_equal(req, available):
+            victim = heap_pop(s, HEAP_VICTIM, s.vh, 0, size)
+            size -= 1
+            evict(s, victim, t)
+            for r in range(available.size):
+                available[r] += s.t_req[victim, r]
+        if not less_equal(req, available):
+            discard(s, start)
+            continue
+        pipeline(s, t, n)
+        return
+
+
+@njit(cache=True)
+def reclaim(s, now):
+    """reclaim: queues by QueueOrderFn (Overused skipped); each starving job takes room for its
+    pending tasks from other, reclaimable queues; committed if the job is then pipelined."""
+    start_action(s, RECLAIM)
+    for i in range(s.ints[I_LIVE]):
+        j = s.live[i]
+        if is_pending(s.s_phase[j]) or not job_valid(s, j):
+            continue
+        q = s.j_queue[j]
+        if first_sight(s, q):
+            push_queue(s, q)
+        if job_starving(s, j):
+            push_job(s, q, j)
+            tasks_with_status(s, j, PENDING)
+    while s.ints[I_QUEUE_HEAP] > 0:
+        q = pop_queue(s)
+        if overused(s, q):
+            continue
+        while s.jh_n[q] > 0:
+            j = pop_job(s, q)
+            start = s.ints[I_TOP]
+            while job_starving(s, j) and s.th_n[j] > 0:
+                t = pop_task(s, j)
+                if s.t_never[t] or not preemptive(s, q, t):
+                    continue
+                reclaim_task(s, t, j)
+            if vote(s, H_JOB_PIPELINED, j, now):
+                commit(s, start)
+            else:
+                discard(s, start)
+            if s.jh_n[q] > 0:
+                push_queue(s, q)
+
+
+@njit(cache=True)
+def run_session(s, now):
+    """One scheduling cycle on the live jobs; returns the number of pipelined pods at close."""
+    open_session(s)
+    for a in s.actions:
+        if a == ENQUEUE:
+            enqueue(s, now)
+        elif a == ALLOCATE:
+            allocate(s, now)
+        elif a == BACKFILL:
+            backfill(s, now)
+        elif a == PREEMPT:
+            preempt(s, now)
+        elif a == RECLAIM:
+            reclaim(s, now)
+    return close_session(s)

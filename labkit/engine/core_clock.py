@@ -1,0 +1,408 @@
+"""The simulated clock of ``simulate.py`` in the numba core: arrivals, sessions on the
+schedule-period grid (skipped when nothing changed), binds, evictions with grace periods,
+restarts, completions.
+
+:func:`run` is the core's entry point: it takes the named tuple of arrays the driver built,
+runs the whole scenario and leaves the run's record (per-job arrays, pod runs, coded events)
+in those arrays. A buffer that turns out too small sets ``ints[I_OVERFLOW]`` and stops the run;
+the driver then runs again with larger buffers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from .core_account import set_created, set_status
+from .core_actions import run_session
+from .core_state import (
+    ALLOCATE,
+    ARRIVAL,
+    EI_A,
+    EI_B,
+    EI_JOB,
+    EI_KIND,
+    EI_MSG,
+    EI_NODE,
+    EI_TASK,
+    EV_BOUND,
+    EV_COMPLETED,
+    EV_DELETED,
+    EV_ENQUEUED,
+    EV_EVICTED,
+    EV_PIPELINED,
+    EV_RESTARTING,
+    EV_STARTED,
+    EV_SUBMITTED,
+    FINISH,
+    I_BINDS,
+    I_EVENTS,
+    I_EVICTS,
+    I_HEAP,
+    I_LIVE,
+    I_OVERFLOW,
+    I_RUNS,
+    I_SESSIONS,
+    MSG_FITS_FUTURE,
+    MSG_NONE,
+    MSG_PHASE,
+    MSG_PODS_RUNNING,
+    MSG_PREEMPTED_BY,
+    MSG_PREEMPTED_ROOM,
+    MSG_RECLAIMED_BY,
+    MSG_RECLAIMED_ROOM,
+    MSG_RESTART,
+    MSG_SNAPSHOT,
+    PENDING,
+    PH_COMPLETED,
+    PH_PENDING,
+    PREEMPT,
+    RELEASED,
+    RELEASING,
+    RUNNING,
+    SUCCEEDED,
+    struct_of,
+)
+
+# -------------------------------------------------------------------------------- records
+
+
+@njit(cache=True)
+def log(s, time, kind, j, t, n, msg, a, b):
+    """One run event: (time, kind, job, task, node) and its message code with two arguments."""
+    k = s.ints[I_EVENTS]
+    if k >= s.ev_time.size:
+        s.ints[I_OVERFLOW] = 1
+        return
+    s.ev_time[k] = time
+    row = s.ev_int[k]
+    row[EI_KIND], row[EI_JOB], row[EI_TASK], row[EI_NODE] = kind, j, t, n
+    row[EI_MSG], row[EI_A], row[EI_B] = msg, a, b
+    s.ints[I_EVENTS] = k + 1
+
+
+@njit(cache=True)
+def close_run(s, t, now):
+    if s.open_run[t] >= 0:
+        s.runs[s.open_run[t], 3] = now
+        s.open_run[t] = -1
+
+
+# -------------------------------------------------------------------------------- event heap
+
+
+@njit(cache=True)
+def event_less(s, a, b):
+    """Heap order of (time, kind, index, version), as Python compares the tuples."""
+    if s.h_time[a] != s.h_time[b]:
+        return s.h_time[a] < s.h_time[b]
+    for c in range(3):
+        if s.h_key[a, c] != s.h_key[b, c]:
+            return s.h_key[a, c] < s.h_key[b, c]
+    return False
+
+
+@njit(cache=True)
+def event_swap(s, a, b):
+    s.h_time[a], s.h_time[b] = s.h_time[b], s.h_time[a]
+    for c in range(3):
+        s.h_key[a, c], s.h_key[b, c] = s.h_key[b, c], s.h_key[a, c]
+
+
+@njit(cache=True)
+def push_event(s, time, kind, index, version):
+    n = s.ints[I_HEAP]
+    if n >= s.h_time.size:
+        s.ints[I_OVERFLOW] = 1
+        return
+    s.h_time[n] = time
+    s.h_key[n, 0], s.h_key[n, 1], s.h_key[n, 2] = kind, index, version
+    s.ints[I_HEAP] = n + 1
+    while n > 0:
+        parent = (n - 1) // 2
+        if not event_less(s, n, parent):
+            break
+        event_swap(s, n, parent)
+        n = parent
+
+
+@njit(cache=True)
+def pop_event(s):
+    """Remove the earliest event; it is left at the heap's old last slot, which is returned."""
+    last = s.ints[I_HEAP] - 1
+    event_swap(s, 0, last)
+    s.ints[I_HEAP] = last
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= last:
+            break
+        if child + 1 < last and event_less(s, child + 1, child):
+            child += 1
+        if not event_less(s, child, i):
+            break
+        event_swap(s, i, child)
+        i = child
+    return last
+
+
+# -------------------------------------------------------------------------------- live jobs
+
+
+@njit(cache=True)
+def live_insert(s, j):
+    """The job enters the session snapshot; ``s.live`` stays sorted by job index."""
+    n = s.ints[I_LIVE]
+    i = n
+    while i > 0 and s.live[i - 1] > j:
+        s.live[i] = s.live[i - 1]
+        i -= 1
+    s.live[i] = j
+    s.ints[I_LIVE] = n + 1
+
+
+@njit(cache=True)
+def live_remove(s, j):
+    n = s.ints[I_LIVE]
+    i = 0
+    while s.live[i] != j:
+        i += 1
+    for k in range(i, n - 1):
+        s.live[k] = s.live[k + 1]
+    s.ints[I_LIVE] = n - 1
+
+
+@njit(cache=True)
+def count_status(s, j, status):
+    count = 0
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[t] == status:
+            count += 1
+    return count
+
+
+# -------------------------------------------------------------------------------- the clock's steps
+
+
+@njit(cache=True)
+def set_phase(s, now, j, phase):
+    """The PodGroup phase after a session; leaving Pending creates the pods. True if changed."""
+    old = s.phase[j]
+    if phase == old:
+        return False
+    s.phase[j] = phase
+    if old == PH_PENDING:
+        set_created(s, j, True)
+        if math.isnan(s.enq_t[j]):
+            s.enq_t[j] = now
+        log(s, now, EV_ENQUEUED, j, -1, -1, MSG_PHASE, old, phase)
+    return True
+
+
+@njit(cache=True)
+def bind(s, now, t, n, msg, ref_task, ref_node):
+    """A bound pod runs from now: a new pod run and a Bound event."""
+    set_status(s, t, RUNNING, n)
+    s.pip_on[t] = -1
+    k = s.ints[I_RUNS]
+    if k >= s.runs.shape[0]:
+        s.ints[I_OVERFLOW] = 1
+        return
+    s.open_run[t] = k
+    s.runs[k, 0], s.runs[k, 1], s.runs[k, 2] = t, n, now
+    s.runs[k, 3], s.runs[k, 4] = math.nan, math.nan
+    s.ints[I_RUNS] = k + 1
+    log(s, now, EV_BOUND, s.t_job[t], t, n, msg, ref_task, ref_node)
+
+
+@njit(cache=True)
+def maybe_start(s, now, j):
+    """The job's work runs once minAvailable pods run; its completion is scheduled."""
+    if not math.isnan(s.run_start[j]):
+        return
+    running, speed = 0, math.inf
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[t] == RUNNING:
+            running += 1
+            speed = min(speed, s.node_speed[s.node[t]])
+    if running < max(1, s.j_min[j]):
+        return
+    s.run_start[j] = now
+    if math.isnan(s.start_t[j]):
+        s.start_t[j] = now
+    if not s.j_uses_speed[j]:
+        speed = 1.0
+    setup = s.j_restart[j] if s.restarts[j] else 0.0
+    remaining = (s.j_work[j] - s.work_done[j]) / speed
+    s.version[j] += 1
+    push_event(s, now + setup + remaining, FINISH, j, s.version[j])
+    log(s, now, EV_STARTED, j, -1, -1, MSG_PODS_RUNNING, running, 0)
+
+
+@njit(cache=True)
+def finish(s, now, j):
+    """The job's work is done: its pods succeed (a terminating surplus pod ends with its grace)."""
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[t] == RELEASING:
+            continue
+        close_run(s, t, now)
+        set_status(s, t, SUCCEEDED, s.node[t])
+    s.done[j] = True
+    s.phase[j] = PH_COMPLETED
+    s.end_t[j] = now
+    s.work_done[j] = s.j_work[j]
+    log(s, now, EV_COMPLETED, j, -1, -1, MSG_NONE, 0, 0)
+    if count_status(s, j, RELEASING) == 0:
+        live_remove(s, j)
+
+
+@njit(cache=True)
+def terminate(s, now, t):
+    """Graceful deletion: the pod holds its resources (Releasing) until its grace period ends."""
+    set_status(s, t, RELEASING, s.node[t])
+    if s.open_run[t] >= 0:
+        s.runs[s.open_run[t], 4] = now
+    push_event(s, now + s.j_grace[s.t_job[t]], RELEASED, t, 0)
+
+
+@njit(cache=True)
+def stop_work(s, now, j):
+    """The run that ends now: work up to the last checkpoint is kept, the rest is lost."""
+    setup = s.j_restart[j] if s.restarts[j] else 0.0
+    speed, placed = math.inf, False
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.node[t] >= 0:
+            speed = min(speed, s.node_speed[s.node[t]])
+            placed = True
+    if not (s.j_uses_speed[j] and placed):
+        speed = 1.0
+    total = min(s.j_work[j], s.work_done[j] + max(0.0, now - s.run_start[j] - setup) * speed)
+    interval = s.j_ckpt[j]
+    kept = 0.0
+    if math.isfinite(interval):
+        kept = max(math.floor(total / interval) * interval, s.work_done[j])
+    s.lost_work[j] += total - kept
+    s.work_done[j] = kept
+    s.run_start[j] = math.nan
+    s.version[j] += 1
+
+
+@njit(cache=True)
+def evict(s, now, t, action, ref):
+    """An eviction the session committed; below minAvailable the job restarts (RestartJob)."""
+    j = s.t_job[t]
+    s.evictions[j] += 1
+    log(s, now, EV_EVICTED, j, t, s.node[t], MSG_PREEMPTED_BY if action == PREEMPT else MSG_RECLAIMED_BY, ref, 0)
+    terminate(s, now, t)
+    if count_status(s, j, RUNNING) >= max(1, s.j_min[j]):
+        return
+    if not math.isnan(s.run_start[j]):
+        stop_work(s, now, j)
+    for other in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[other] == RUNNING:
+            terminate(s, now, other)
+    s.restarts[j] += 1
+    log(s, now, EV_RESTARTING, j, -1, -1, MSG_RESTART, 0, 0)
+
+
+@njit(cache=True)
+def released(s, now, t):
+    """The grace period ended: the pod is deleted; a restarted job goes back to Pending, podless."""
+    j = s.t_job[t]
+    log(s, now, EV_DELETED, j, t, s.node[t], MSG_NONE, 0, 0)
+    close_run(s, t, now)
+    set_status(s, t, SUCCEEDED if s.done[j] else PENDING, -1)
+    if s.done[j]:
+        if count_status(s, j, RELEASING) == 0:
+            live_remove(s, j)
+        return
+    if not math.isnan(s.run_start[j]) or count_status(s, j, RELEASING) > 0:
+        return
+    set_created(s, j, False)
+    s.phase[j] = PH_PENDING
+
+
+@njit(cache=True)
+def arrive(s, now, j):
+    """The PodGroup appears; a job with a ``status`` snapshot starts in that state."""
+    s.present[j] = True
+    live_insert(s, j)
+    log(s, now, EV_SUBMITTED, j, -1, -1, MSG_NONE, 0, 0)
+    if s.j_init_phase[j] < 0:
+        return
+    set_phase(s, now, j, s.j_init_phase[j])
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.t_init_node[t] >= 0:
+            bind(s, now, t, s.t_init_node[t], MSG_SNAPSHOT, -1, -1)
+    maybe_start(s, now, j)
+
+
+@njit(cache=True)
+def apply_event(s, now, slot):
+    kind, index, version = s.h_key[slot, 0], s.h_key[slot, 1], s.h_key[slot, 2]
+    if kind == ARRIVAL:
+        arrive(s, now, index)
+    elif kind == RELEASED:
+        released(s, now, index)
+    else:
+        if version != s.version[index]:
+            return False
+        finish(s, now, index)
+    return True
+
+
+@njit(cache=True)
+def session_once(s, now):
+    """One session on the live jobs, its decisions applied; True if it changed anything."""
+    n_live = s.ints[I_LIVE]
+    if n_live == 0:
+        return False
+    s.ints[I_SESSIONS] += 1
+    n_pipelined = run_session(s, now)
+    changed = s.ints[I_BINDS] > 0 or s.ints[I_EVICTS] > 0
+    for k in range(s.ints[I_BINDS]):
+        t = s.binds[k, 0]
+        bind(s, now, t, s.node[t], s.binds[k, 1], s.binds[k, 2], s.binds[k, 3])
+    for k in range(s.ints[I_EVICTS]):
+        evict(s, now, s.evicts[k, 0], s.evicts[k, 1], s.evicts[k, 2])
+    for k in range(n_pipelined):
+        t, n = s.pipelined[k], s.pipelined_on[k]
+        if s.pip_on[t] != n:
+            s.pip_on[t] = n
+            action = s.pip_action[t]
+            msg = MSG_FITS_FUTURE if action == ALLOCATE else (MSG_PREEMPTED_ROOM if action == PREEMPT
+                                                               else MSG_RECLAIMED_ROOM)
+            log(s, now, EV_PIPELINED, s.t_job[t], t, n, msg, action, 0)
+    for i in range(n_live):
+        j = s.live[i]
+        if set_phase(s, now, j, s.new_phase[j]):
+            changed = True
+    for i in range(n_live):
+        maybe_start(s, now, s.live[i])
+    return changed
+
+
+@njit(cache=True)
+def run(fields):
+    """The whole run of a compiled scenario (Simulation.run): events in time order, sessions on
+    the grid one period after the last, until nothing is left to do or the horizon."""
+    s = struct_of(fields)
+    for j in range(s.j_submit.size):
+        push_event(s, s.j_submit[j], ARRIVAL, j, 0)
+    period, horizon = s.period, s.horizon
+    dirty, now, last_session = False, 0.0, -math.inf
+    while s.ints[I_OVERFLOW] == 0:
+        t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
+        t_session = max(math.ceil(now / period - 1e-9) * period, last_session + period) if dirty else math.inf
+        first = min(t_event, t_session)
+        if first > horizon or first == math.inf:
+            break
+        if t_event <= t_session:
+            now = t_event
+            while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
+                if apply_event(s, now, pop_event(s)):
+                    dirty = True
+        else:
+            now = last_session = t_session
+            dirty = session_once(s, now)

@@ -1,0 +1,855 @@
+"""The plugins and vote rules of a session, for the numba core (mirrors ``plugins.py`` and the
+combination rules of ``framework.py``).
+
+Which plugin answers a callback is decided by the driver: ``s.hooks[H_*]`` lists the plugin
+entries that registered the callback and have its extension point on, in tier order, and the
+functions here walk that row applying Volcano's rule for the callback (first non-zero order,
+AND, OR, tier votes, per-tier victim intersection). Plugin state that lives for one session
+(drf shares, proportion/capacity queue attributes, overcommit's room) is built by
+:func:`open_plugins` and kept live by :func:`fire`, the Allocate/Deallocate event handlers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from .core_account import (
+    ROLE_PIPELINED,
+    ROLE_READY,
+    ROLE_VALID,
+    add_row,
+    allocated_tasks,
+    copy_row,
+    dominant_share,
+    greater_partly_on_relevant,
+    intersects,
+    is_empty,
+    is_pipelined,
+    is_ready,
+    is_starving,
+    less_equal,
+    less_equal_on_requested,
+    less_equal_partly_zero_filtered,
+    n_tasks,
+    ready,
+    requested,
+    roles_meet_minimum,
+    valid_of,
+    zero_row,
+)
+from .core_state import (
+    A_BALANCED,
+    A_BINPACK_WEIGHT,
+    A_LEAST,
+    A_MOST,
+    A_OVERCOMMIT_FACTOR,
+    A_SLA_WAITING,
+    ABSTAIN,
+    CAPACITY,
+    CONFORMANCE,
+    CPU,
+    DRF,
+    F_NODE_MISMATCH,
+    F_OK,
+    F_POD_LIMIT,
+    F_UNSCHEDULABLE_NODE,
+    GANG,
+    H_ALLOCATABLE,
+    H_BATCH_NODE_ORDER,
+    H_JOB_ENQUEUEABLE,
+    H_JOB_ENQUEUED,
+    H_JOB_ORDER,
+    H_JOB_READY,
+    H_JOB_STARVING,
+    H_JOB_VALID,
+    H_NODE_ORDER,
+    H_OVERUSED,
+    H_PREDICATE,
+    H_PREEMPTIVE,
+    H_QUEUE_ORDER,
+    H_TASK_ORDER,
+    I_ATTRS,
+    I_LIVE,
+    I_STAMP,
+    MEMORY,
+    MIN_RESOURCE,
+    OVERCOMMIT,
+    PERMIT,
+    PH_INQUEUE,
+    PH_RUNNING,
+    PIPELINED,
+    PODS,
+    PRIORITY,
+    PROPORTION,
+    REJECT,
+    SLA,
+    SLOT_CAPACITY,
+    SLOT_PROPORTION,
+)
+
+NON_ZERO_CPU = 100.0
+NON_ZERO_MEMORY = 200 * 1024 * 1024.0
+SHARE_DELTA = 1e-6
+
+HEAP_QUEUE, HEAP_JOB, HEAP_TASK, HEAP_VICTIM = range(4)
+
+# -------------------------------------------------------------------------------- orders
+
+
+@njit(cache=True)
+def task_less(s, a, b):
+    """TaskOrderFn: priority, then helpers.CompareTask (pod-name index, creation, UID)."""
+    hooks = s.hooks
+    for i in range(hooks.shape[1]):
+        if hooks[H_TASK_ORDER, i] < 0:
+            break
+        if s.t_prio[a] != s.t_prio[b]:  # priority is the only taskOrder plugin
+            return s.t_prio[a] > s.t_prio[b]
+    ia, ib = s.t_index[a], s.t_index[b]
+    if ia >= 0 and ib >= 0 and ia != ib:
+        return ia < ib
+    return s.t_rank[a] < s.t_rank[b]
+
+
+@njit(cache=True)
+def sla_waiting(s, e, j):
+    """The job's sla-waiting-time: its annotation, else the plugin's argument (NaN = none)."""
+    w = s.j_sla[j]
+    return s.p_arg[e, A_SLA_WAITING] if math.isnan(w) else w
+
+
+@njit(cache=True)
+def job_compare(s, a, b):
+    """JobOrderFn without the fallback: the first plugin with a non-zero answer."""
+    hooks = s.hooks
+    for i in range(hooks.shape[1]):
+        e = hooks[H_JOB_ORDER, i]
+        if e < 0:
+            break
+        kind = s.p_kind[e]
+        if kind == PRIORITY:
+            pa, pb = s.j_prio[a], s.j_prio[b]
+            if pa != pb:
+                return -1 if pa > pb else 1
+        elif kind == GANG:
+            ra, rb = is_ready(s, a), is_ready(s, b)
+            if ra != rb:
+                return 1 if ra else -1
+        elif kind == DRF:
+            sa, sb = s.d_share[a], s.d_share[b]
+            if sa != sb:
+                return -1 if sa < sb else 1
+        elif kind == SLA:
+            lw, rw = sla_waiting(s, e, a), sla_waiting(s, e, b)
+            if math.isnan(lw):
+                if not math.isnan(rw):
+                    return 1
+            elif math.isnan(rw):
+                return -1
+            else:
+                ld, rd = s.j_creation[a] + lw, s.j_creation[b] + rw
+                if ld != rd:
+                    return -1 if ld < rd else 1
+    return 0
+
+
+@njit(cache=True)
+def job_less(s, a, b):
+    """JobOrderFn; fallback creationTimestamp, then UID."""
+    result = job_compare(s, a, b)
+    return result < 0 if result != 0 else s.j_rank[a] < s.j_rank[b]
+
+
+@njit(cache=True)
+def queue_less(s, a, b):
+    """QueueOrderFn: proportion / capacity (priority, then share); fallback creation, UID."""
+    hooks = s.hooks
+    for i in range(hooks.shape[1]):
+        e = hooks[H_QUEUE_ORDER, i]
+        if e < 0:
+            break
+        if s.q_prio[a] != s.q_prio[b]:
+            return s.q_prio[a] > s.q_prio[b]
+        slot = SLOT_PROPORTION if s.p_kind[e] == PROPORTION else SLOT_CAPACITY
+        sa, sb = s.a_share[slot, a], s.a_share[slot, b]
+        if sa != sb:
+            return sa < sb
+        if slot == SLOT_CAPACITY:
+            la, lb = not is_empty(s.a_des[slot, a]), not is_empty(s.a_des[slot, b])
+            if la != lb:
+                return la
+    return s.q_rank[a] < s.q_rank[b]
+
+
+@njit(cache=True)
+def victim_less(s, a, b):
+    """BuildVictimsPriorityQueue's order: same job -> reverse task order; other queues -> VictimQueueOrderFn (default: reverse
+    queue order); else reverse job order, then reverse task order."""
+    ja, jb = s.t_job[a], s.t_job[b]
+    if ja == jb:
+        return not task_less(s, a, b)
+    qa, qb = s.j_queue[ja], s.j_queue[jb]
+    if qa != qb:
+        return not queue_less(s, qa, qb)
+    result = job_compare(s, ja, jb)
+    if result != 0:
+        return result > 0
+    return not task_less(s, a, b)
+
+
+# -------------------------------------------------------------------------------- heaps
+
+
+@njit(cache=True)
+def heap_less(s, kind, a, b):
+    if kind == HEAP_QUEUE:
+        return queue_less(s, a, b)
+    if kind == HEAP_JOB:
+        return job_less(s, a, b)
+    if kind == HEAP_TASK:
+        return task_less(s, a, b)
+    return victim_less(s, a, b)
+
+
+@njit(cache=True)
+def heap_push(s, kind, buf, off, n, item):
+    """container/heap Push onto ``buf[off:off+n]``; returns the new size."""
+    j = n
+    buf[off + j] = item
+    while j > 0:
+        i = (j - 1) // 2
+        if not heap_less(s, kind, buf[off + j], buf[off + i]):
+            break
+        buf[off + i], buf[off + j] = buf[off + j], buf[off + i]
+        j = i
+    return n + 1
+
+
+@njit(cache=True)
+def heap_pop(s, kind, buf, off, n):
+    """container/heap Pop from ``buf[off:off+n]`` (the size becomes n - 1); returns the item."""
+    last = n - 1
+    buf[off], buf[off + last] = buf[off + last], buf[off]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= last:
+            break
+        j = left
+        if left + 1 < last and heap_less(s, kind, buf[off + left + 1], buf[off + left]):
+            j = left + 1
+        if not heap_less(s, kind, buf[off + j], buf[off + i]):
+            break
+        buf[off + i], buf[off + j] = buf[off + j], buf[off + i]
+        i = j
+    return buf[off + last]
+
+
+@njit(cache=True)
+def new_stamp(s):
+    """A fresh mark value for the lazily reset ``*_mark`` arrays."""
+    s.ints[I_STAMP] += 1
+    return s.ints[I_STAMP]
+
+
+# -------------------------------------------------------------------------------- gates and votes
+
+
+@njit(cache=True)
+def job_valid(s, j):
+    """JobValid (gang, never switched off): enough valid pods overall and per role."""
+    hooks = s.hooks
+    for i in range(hooks.shape[1]):
+        if hooks[H_JOB_VALID, i] < 0:
+            break
+        if not roles_meet_minimum(s, j, ROLE_VALID) or valid_of(s.j_cnt[j]) < s.j_min[j]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def job_ready(s, j):
+    """JobReady: AND over gang's ready check."""
+    hooks = s.hooks
+    for i in range(hooks.shape[1]):
+        if hooks[H_JOB_READY, i] < 0:
+            break
+        if not (roles_meet_minimum(s, j, ROLE_READY) and is_ready(s, j)):
+            return False
+    return True
+
+
+@njit(cache=True)
+def sla_permit(s, e, j, now):
+    w = sla_waiting(s, e, j)
+    return ABSTAIN if math.isnan(w) or now - s.j_creation[j] < w else PERMIT
+
+
+@njit(cache=True)
+def enqueue_room(s, slot, j):
+    """proportion/capacity JobEnqueueable: minResources + allocated + inqueue - elastic stays
+    within realCapability on the dimensions minResources names."""
+    q = s.j_queue[j]
+    minres, alloc, inq, el, cap = s.j_minres[j], s.a_alloc[slot, q], s.a_inq[slot, q], s.a_el[slot, q], s.q_rcap[q]
+    for r in range(minres.size):
+        if requested(minres, r) and not minres[r] + alloc[r] + inq[r] - el[r] <= cap[r]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def plugin_vote(s, e, j, now, enqueue):
+    """One plugin's JobEnqueueable (``enqueue``) or JobPipelined vote."""
+    kind = s.p_kind[e]
+    if kind == SLA:
+        return sla_permit(s, e, j, now)
+    if not enqueue:  # gang
+        return PERMIT if roles_meet_minimum(s, j, ROLE_PIPELINED) and is_pipelined(s, j) else REJECT
+    if kind == OVERCOMMIT:
+        if not s.j_has_minres[j]:
+            return PERMIT
+        minres, inq, idle = s.j_minres[j], s.o_inq, s.o_idle
+        for r in range(minres.size):
+            if requested(minres, r) and not inq[r] + minres[r] <= idle[r]:
+                return REJECT
+        return PERMIT
+    if not s.q_open[s.j_queue[j]]:
+        return REJECT
+    if not s.j_has_minres[j]:
+        return PERMIT
+    return PERMIT if enqueue_room(s, SLOT_PROPORTION if kind == PROPORTION else SLOT_CAPACITY, j) else REJECT
+
+
+@njit(cache=True)
+def vote(s, hook, j, now):
+    """JobPipelined / JobEnqueueable: any Reject => false; a tier with a Permit decides;
+    default true."""
+    hooks = s.hooks
+    tier, permitted = -1, False
+    for i in range(hooks.shape[1]):
+        e = hooks[hook, i]
+        if e < 0:
+            break
+        if s.p_tier[e] != tier:
+            if permitted:
+                return True
+            tier = s.p_tier[e]
+        v = plugin_vote(s, e, j, now, hook == H_JOB_ENQUEUEABLE)
+        if v < 0:
+            return False
+        if v > 0:
+            permitted = True
+    return True
+
+
+@njit(cache=True)
+def job_enqueued(s, j):
+    """JobEnqueued: proportion, capacity and overcommit count the job's minResources inqueue."""
+    if not s.j_has_minres[j]:
+        return
+    hooks = s.hooks
+    q = s.j_queue[j]
+    for i in range(hooks.shape[1]):
+        e = hooks[H_JOB_ENQUEUED, i]
+        if e < 0:
+            break
+        kind = s.p_kind[e]
+        if kind == OVERCOMMIT:
+            add_row(s.o_inq, s.j_minres[j], 1)
+        elif kind == PROPORTION or s.a_has[q]:
+            add_row(s.a_inq[SLOT_PROPORTION if kind == PROPORTION else SLOT_CAPACITY, q], s.j_minres[j], 1)
+
+
+@njit(cache=True)
+def job_starving(s, j):
+    """JobStarving: the first tier that registers a fn decides (AND inside); default false."""
+    hooks = s.hooks
+    tier = -1
+    for i in range(hooks.shape[1]):
+        e = hooks[H_JOB_STARVING, i]
+        if e < 0:
+            break
+        if tier >= 0 and s.p_tier[e] != tier:
+            break
+        tier = s.p_tier[e]
+        if s.p_kind[e] == PRIORITY:
+            starving = ready(s, j) + s.j_cnt[j, PIPELINED] < n_tasks(s, j)
+        else:
+            starving = is_starving(s, j)
+        if not starving:
+            return False
+    return tier >= 0
+
+
+@njit(cache=True)
+def overused(s, q):
+    """Overused: proportion, deserved <= allocated."""
+    hooks = s.hooks
+    for i in range(hooks.shape[1]):
+        if hooks[H_OVERUSED, i] < 0:
+            break
+        if less_equal(s.a_des[SLOT_PROPORTION, q], s.a_alloc[SLOT_PROPORTION, q]):
+            return True
+    return False
+
+
+@njit(cache=True)
+def within(alloc, req, limit):
+    """allocated + request <= limit on the dimensions the request names."""
+    for r in range(req.size):
+        if requested(req, r) and not alloc[r] + req[r] <= limit[r]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def queue_admits(s, hook, q, t):
+    """Allocatable / Preemptive (``hook``): AND over proportion (within deserved) and capacity
+    (within realCapability; for Preemptive also partly within deserved)."""
+    hooks = s.hooks
+    req = s.t_req[t]
+    for i in range(hooks.shape[1]):
+        e = hooks[hook, i]
+        if e < 0:
+            break
+        if not s.q_open[q]:
+            return False
+        if s.p_kind[e] == PROPORTION:
+            if not within(s.a_alloc[SLOT_PROPORTION, q], req, s.a_des[SLOT_PROPORTION, q]):
+                return False
+            continue
+        alloc = s.a_alloc[SLOT_CAPACITY, q]
+        if not within(alloc, req, s.q_rcap[q]):
+            return False
+        if hook == H_PREEMPTIVE:
+            future = s.vec[7]
+            for r in range(req.size):
+                future[r] = alloc[r] + req[r]
+            if not less_equal_partly_zero_filtered(future, s.a_des[SLOT_CAPACITY, q], req):
+                return False
+    return True
+
+
+@njit(cache=True)
+def allocatable(s, q, t):
+    return queue_admits(s, H_ALLOCATABLE, q, t)
+
+
+@njit(cache=True)
+def preemptive(s, q, t):
+    return queue_admits(s, H_PREEMPTIVE, q, t)
+
+
+# -------------------------------------------------------------------------------- evictable
+
+
+@njit(cache=True)
+def plugin_victims(s, e, preemptor, cand, nc):
+    """One plugin's Preemptable/Reclaimable answer for ``cand[:nc]``, into ``s.vtmp``;
+    returns (count, vote)."""
+    kind = s.p_kind[e]
+    out = s.vtmp
+    count = 0
+    pj = s.t_job[preemptor]
+    if kind == PRIORITY:
+        for i in range(nc):
+            t = cand[i]
+            j = s.t_job[t]
+            if (s.j_prio[j] < s.j_prio[pj]) if j != pj else (s.t_prio[t] < s.t_prio[preemptor]):
+                out[count] = t
+                count += 1
+    elif kind == GANG:
+        stamp = new_stamp(s)
+        for i in range(nc):
+            t = cand[i]
+            j = s.t_job[t]
+            if s.occ_mark[j] != stamp:
+                s.occ_mark[j] = stamp
+                s.occ[j] = ready(s, j)
+            if s.occ[j] > s.j_min[j]:
+                s.occ[j] -= 1
+                out[count] = t
+                count += 1
+    elif kind == CONFORMANCE:
+        for i in range(nc):
+            if not s.t_critical[cand[i]]:
+                out[count] = cand[i]
+                count += 1
+    elif kind == DRF:
+        mine = s.vec[6]
+        copy_row(mine, s.d_alloc[pj])
+        add_row(mine, s.t_req[preemptor], 1)
+        ls = dominant_share(mine, s.total)
+        stamp = new_stamp(s)
+        for i in range(nc):
+            t = cand[i]
+            j = s.t_job[t]
+            if s.rem_mark[j] != stamp:
+                s.rem_mark[j] = stamp
+                copy_row(s.rem[j], s.d_alloc[j])
+            add_row(s.rem[j], s.t_req[t], -1)
+            rs = dominant_share(s.rem[j], s.total)
+            if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                out[count] = t
+                count += 1
+    elif kind == PROPORTION:
+        stamp = new_stamp(s)
+        for i in range(nc):
+            t = cand[i]
+            q = s.j_queue[s.t_job[t]]
+            if not s.a_has[q]:
+                continue
+            if s.qrem_mark[q] != stamp:
+                s.qrem_mark[q] = stamp
+                copy_row(s.qrem[q], s.a_alloc[SLOT_PROPORTION, q])
+            if not less_equal(s.qrem[q], s.a_des[SLOT_PROPORTION, q]):
+                add_row(s.qrem[q], s.t_req[t], -1)
+                out[count] = t
+                count += 1
+    else:
+        count = capacity_victims(s, preemptor, cand, nc)
+    return count, PERMIT
+
+
+@njit(cache=True)
+def capacity_victims(s, reclaimer, cand, nc):
+    """capacity Reclaimable: in victim order, a reclaimee of a queue above its deserved (on a
+    dimension both need) whose queue keeps its guarantee."""
+    n = 0
+    for i in range(nc):
+        n = heap_push(s, HEAP_VICTIM, s.vh, 0, n, cand[i])
+    stamp = new_stamp(s)
+    left, deserved = s.vec[6], s.vec[7]
+    count = 0
+    while n > 0:
+        t = heap_pop(s, HEAP_VICTIM, s.vh, 0, n)
+        n -= 1
+        q = s.j_queue[s.t_job[t]]
+        req = s.t_req[t]
+        if not s.a_has[q] or not intersects(req, s.t_req[reclaimer], True):
+            continue
+        if s.qrem_mark[q] != stamp:
+            s.qrem_mark[q] = stamp
+            copy_row(s.qrem[q], s.a_alloc[SLOT_CAPACITY, q])
+        allocated = s.qrem[q]
+        for r in range(req.size):
+            left[r] = allocated[r] - req[r]
+        if not less_equal(s.q_guar[q], left):
+            continue
+        for r in range(req.size):
+            deserved[r] = s.a_des[SLOT_CAPACITY, q, r] if s.q_named[q, r] else 0.0
+        if not intersects(req, deserved, False) or greater_partly_on_relevant(allocated, deserved, s.q_named[q], req):
+            add_row(allocated, req, -1)
+            s.vtmp[count] = t
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def victims_of(s, hook, preemptor, cand, nc):
+    """Preemptable / Reclaimable: per tier, intersect the answers of the plugins that do not
+    abstain (an empty answer ends the tier undecided; an empty intersection is re-seeded by
+    the next answer); the first tier with victims decides. Victims go to ``s.vic``; returns
+    their count (0 = none)."""
+    hooks = s.hooks
+    nv, tier, skip = -1, -1, False
+    for i in range(hooks.shape[1]):
+        e = hooks[hook, i]
+        if e < 0:
+            break
+        if s.p_tier[e] != tier:
+            if nv > 0:
+                return nv
+            tier, skip = s.p_tier[e], False
+        if skip:
+            continue
+        count, v = plugin_victims(s, e, preemptor, cand, nc)
+        if v == ABSTAIN:
+            continue
+        if count == 0:
+            nv, skip = -1, True
+            continue
+        if nv < 0:
+            for k in range(count):
+                s.vic[k] = s.vtmp[k]
+            nv = count
+            continue
+        stamp = new_stamp(s)
+        for k in range(count):
+            s.mark[s.vtmp[k]] = stamp
+        kept = 0
+        for k in range(nv):
+            if s.mark[s.vic[k]] == stamp:
+                s.vic[kept] = s.vic[k]
+                kept += 1
+        nv = kept if kept > 0 else -1
+    return max(nv, 0)
+
+
+# -------------------------------------------------------------------------------- predicates, scores
+
+
+@njit(cache=True)
+def predicate(s, t, n):
+    """PredicateFn (predicates plugin): schedulable node, selector/affinity/taints, max pods."""
+    hooks = s.hooks
+    for i in range(hooks.shape[1]):
+        if hooks[H_PREDICATE, i] < 0:
+            break
+        if not s.node_sched[n]:
+            return F_UNSCHEDULABLE_NODE
+        if not s.class_ok[s.t_class[t], n]:
+            return F_NODE_MISMATCH
+        if s.node_alloc[n, PODS] <= s.pod_cnt[n]:
+            return F_POD_LIMIT
+    return F_OK
+
+
+@njit(cache=True)
+def binpack_score(s, e, t, n):
+    """binpack BinPackingScore."""
+    req, weights = s.t_req[t], s.p_w[e]
+    score, weight_sum = 0.0, 0.0
+    for r in range(req.size):
+        if req[r] < MIN_RESOURCE or req[r] == 0 or math.isnan(weights[r]):
+            continue
+        capacity, used, w = s.node_alloc[n, r], s.n_used[n, r], weights[r]
+        if capacity != 0 and w != 0:
+            if req[r] + used > capacity:
+                return 0.0
+            score += (req[r] + used) * w / capacity
+        weight_sum += w
+    if weight_sum > 0:
+        score /= weight_sum
+    return score * 100 * s.p_arg[e, A_BINPACK_WEIGHT]
+
+
+@njit(cache=True)
+def non_zero(s, t, n, col, default):
+    """k8s NonZeroRequested of the node's pods plus this one, for cpu (col 0) or memory (1)."""
+    r = CPU if col == 0 else MEMORY
+    own = s.t_req[t, r]
+    return int(s.pod_sum[n, col] + default * s.pod_zero[n, col] + (own if own > 0 else default))
+
+
+@njit(cache=True)
+def nodeorder_score(s, e, t, n):
+    """nodeorder: LeastAllocated, MostAllocated and BalancedAllocation, weighted."""
+    req = s.t_req[t]
+    least, most = 0, 0
+    for col in range(2):
+        requested_ = non_zero(s, t, n, col, NON_ZERO_CPU if col == 0 else NON_ZERO_MEMORY)
+        cap = int(s.node_alloc[n, CPU if col == 0 else MEMORY])
+        least += 0 if cap == 0 or requested_ > cap else (cap - requested_) * 100 // cap * 50
+        most += 0 if cap == 0 else min(requested_, cap) * 100 // cap
+    least //= 100
+    most //= 2
+    f0, f1, f2, nf = 0.0, 0.0, 0.0, 0
+    dims = 3 if s.gpu >= 0 and req[s.gpu] > 0 else 2
+    for k in range(dims):
+        r = CPU if k == 0 else (MEMORY if k == 1 else s.gpu)
+        cap = s.node_alloc[n, r]
+        if cap == 0:
+            continue
+        f = min((s.pod_sum[n, k] + req[r]) / cap, 1.0)
+        if nf == 0:
+            f0 = f
+        elif nf == 1:
+            f1 = f
+        else:
+            f2 = f
+        nf += 1
+    if nf == 2:
+        std = abs(f0 - f1) / 2
+    elif nf == 3:
+        mean = (f0 + f1 + f2) / 3
+        std = math.sqrt(((f0 - mean) ** 2 + (f1 - mean) ** 2 + (f2 - mean) ** 2) / 3)
+    else:
+        std = 0.0
+    balanced = int((1 - std) * 100)
+    return s.p_arg[e, A_LEAST] * least + s.p_arg[e, A_MOST] * most + s.p_arg[e, A_BALANCED] * balanced
+
+
+@njit(cache=True)
+def node_score(s, t, n):
+    """PrioritizeNodes for one node: NodeOrderFns (binpack), then BatchNodeOrderFns (nodeorder)."""
+    hooks = s.hooks
+    score = 0.0
+    for i in range(hooks.shape[1]):
+        e = hooks[H_NODE_ORDER, i]
+        if e < 0:
+            break
+        score += binpack_score(s, e, t, n)
+    for i in range(hooks.shape[1]):
+        e = hooks[H_BATCH_NODE_ORDER, i]
+        if e < 0:
+            break
+        score += nodeorder_score(s, e, t, n)
+    return score
+
+
+# -------------------------------------------------------------------------------- session state
+
+
+@njit(cache=True)
+def capacity_share(s, q):
+    """capacity updateQueueAttrShare: share 1 for a queue without deserved."""
+    des = s.a_des[SLOT_CAPACITY, q]
+    for r in range(des.size):
+        if s.q_named[q, r] and r != PODS and des[r] >= MIN_RESOURCE:
+            return dominant_share(s.a_alloc[SLOT_CAPACITY, q], des)
+    return 1.0
+
+
+@njit(cache=True)
+def fire(s, t, n, sign):
+    """Allocate (``sign`` 1) / Deallocate (-1) event of task ``t`` on node ``n``: the node's k8s
+    pod view and the plugins' shares follow."""
+    req = s.t_req[t]
+    if n >= 0:
+        s.pod_cnt[n] += sign
+        s.pod_sum[n, 0] += sign * req[CPU]
+        s.pod_sum[n, 1] += sign * req[MEMORY]
+        if s.gpu >= 0:
+            s.pod_sum[n, 2] += sign * req[s.gpu]
+        if req[CPU] <= 0:
+            s.pod_zero[n, 0] += sign
+        if req[MEMORY] <= 0:
+            s.pod_zero[n, 1] += sign
+    j = s.t_job[t]
+    if s.of_kind[DRF] >= 0:
+        add_row(s.d_alloc[j], req, sign)
+        s.d_share[j] = dominant_share(s.d_alloc[j], s.total)
+    q = s.j_queue[j]
+    if not s.a_has[q]:
+        return
+    if s.of_kind[PROPORTION] >= 0:
+        add_row(s.a_alloc[SLOT_PROPORTION, q], req, sign)
+        s.a_share[SLOT_PROPORTION, q] = dominant_share(s.a_alloc[SLOT_PROPORTION, q], s.a_des[SLOT_PROPORTION, q])
+    if s.of_kind[CAPACITY] >= 0:
+        add_row(s.a_alloc[SLOT_CAPACITY, q], req, sign)
+        s.a_share[SLOT_CAPACITY, q] = capacity_share(s, q)
+
+
+@njit(cache=True)
+def queue_usage(s, slot, q, j):
+    """A job's allocated, request, inqueue and elastic, added to its queue (_queue_usage)."""
+    alloc, minres = s.j_alloc[j], s.j_minres[j]
+    add_row(s.a_alloc[slot, q], alloc, 1)
+    add_row(s.a_req[slot, q], alloc, 1)
+    add_row(s.a_req[slot, q], s.j_preq[j], 1)
+    has = s.j_has_minres[j]
+    phase = s.s_phase[j]
+    inq = has and (phase == PH_INQUEUE or (phase == PH_RUNNING and allocated_tasks(s, j) >= s.j_min[j]))
+    for r in range(alloc.size):
+        if inq and minres[r] > 0:
+            s.a_inq[slot, q, r] += max(minres[r] - alloc[r], 0.0)
+        s.a_el[slot, q, r] += max(alloc[r] - (minres[r] if has else 0.0), 0.0)
+
+
+@njit(cache=True)
+def water_fill(s):
+    """proportion's deserved: hand the cluster out by weight to unmet queues (see
+    Proportion.water_fill)."""
+    slot = SLOT_PROPORTION
+    remaining, old_remaining, increased, decreased, old = s.vec[0], s.vec[1], s.vec[2], s.vec[3], s.vec[4]
+    copy_row(remaining, s.total)
+    order, na = s.a_order, s.ints[I_ATTRS]
+    for k in range(na):
+        s.a_met[order[k]] = False
+    while True:
+        total_weight = 0
+        for k in range(na):
+            if not s.a_met[order[k]]:
+                total_weight += int(s.q_weight[order[k]])
+        if total_weight == 0:
+            break
+        copy_row(old_remaining, remaining)
+        zero_row(increased)
+        zero_row(decreased)
+        for k in range(na):
+            q = order[k]
+            if s.a_met[q]:
+                continue
+            des, req = s.a_des[slot, q], s.a_req[slot, q]
+            copy_row(old, des)
+            fraction = float(int(s.q_weight[q])) / float(total_weight)
+            same = True
+            for r in range(des.size):
+                d = min(min(old[r] + remaining[r] * fraction, s.q_rcap[q, r]), req[r])
+                des[r] = max(d, s.q_guar[q, r])
+                same = same and des[r] == old[r]
+            s.a_share[slot, q] = dominant_share(s.a_alloc[slot, q], des)
+            if less_equal(req, des) or same:
+                s.a_met[q] = True
+            for r in range(des.size):
+                increased[r] += max(des[r] - old[r], 0.0)
+                decreased[r] += max(old[r] - des[r], 0.0)
+        same = True
+        for r in range(remaining.size):
+            remaining[r] = max(remaining[r] + decreased[r] - increased[r], 0.0)
+            same = same and remaining[r] == old_remaining[r]
+        if is_empty(remaining) or same:
+            break
+
+
+@njit(cache=True)
+def open_plugins(s):
+    """The plugins' OnSessionOpen state: drf shares, proportion (water-filled deserved) and
+    capacity (spec deserved) queue attributes for the queues with jobs, overcommit's room."""
+    live, n_live = s.live, s.ints[I_LIVE]
+    if s.of_kind[DRF] >= 0:
+        for i in range(n_live):
+            j = live[i]
+            copy_row(s.d_alloc[j], s.j_alloc[j])
+            s.d_share[j] = dominant_share(s.d_alloc[j], s.total)
+    s.a_has[:] = False
+    na = 0
+    for i in range(n_live if s.of_kind[PROPORTION] >= 0 or s.of_kind[CAPACITY] >= 0 else 0):
+        j = live[i]
+        q = s.j_queue[j]
+        if not s.a_has[q]:
+            s.a_has[q] = True
+            s.a_order[na] = q
+            na += 1
+            for slot in range(2):
+                zero_row(s.a_alloc[slot, q])
+                zero_row(s.a_req[slot, q])
+                zero_row(s.a_inq[slot, q])
+                zero_row(s.a_el[slot, q])
+                zero_row(s.a_des[slot, q])
+                s.a_share[slot, q] = 0.0
+        for slot in range(2):
+            queue_usage(s, slot, q, j)
+    s.ints[I_ATTRS] = na
+    if s.of_kind[PROPORTION] >= 0:
+        water_fill(s)
+    if s.of_kind[CAPACITY] >= 0:
+        for k in range(na):
+            q = s.a_order[k]
+            des = s.a_des[SLOT_CAPACITY, q]
+            for r in range(des.size):
+                des[r] = max(min(s.q_des[q, r], s.q_rcap[q, r]), s.q_guar[q, r])
+            s.a_share[SLOT_CAPACITY, q] = capacity_share(s, q)
+    e = s.of_kind[OVERCOMMIT]
+    if e >= 0:
+        used = s.vec[5]
+        zero_row(used)
+        for n in range(s.n_used.shape[0]):
+            add_row(used, s.n_used[n], 1)
+        factor = s.p_arg[e, A_OVERCOMMIT_FACTOR]
+        for r in range(used.size):
+            s.o_idle[r] = s.total[r] * factor - used[r]
+        zero_row(s.o_inq)
+        for i in range(n_live):
+            j = live[i]
+            if not s.j_has_minres[j]:
+                continue
+            if s.s_phase[j] == PH_INQUEUE:
+                add_row(s.o_inq, s.j_minres[j], 1)
+            elif s.s_phase[j] == PH_RUNNING and allocated_tasks(s, j) >= s.j_min[j]:
+                for r in range(used.size):
+                    if s.j_minres[j, r] > 0:
+                        s.o_inq[r] += max(s.j_minres[j, r] - s.j_alloc[j, r], 0.0)
