@@ -22,7 +22,7 @@ from typing import Any
 
 import nbformat
 
-from .course import cases, steps
+from .course import admission, cases, steps
 from .engine.simulate import cycle, simulate
 
 Check = Callable[[Any], tuple[bool, str]]
@@ -141,6 +141,34 @@ def _strategy(answer: str) -> tuple[bool, str]:
     jobs = simulate(cases.fragmentation(answer)).jobs
     wait = float(jobs.set_index("name").wait["tp8"])
     return wait < 60, f"tp8 still waits {wait:.0f} s under {answer}"
+
+
+# ------------------------------------------------------------------------------ chapter 3
+
+
+def _forbidden(table) -> list[str]:
+    return table[table.verdict == "forbidden"].pod.tolist()
+
+
+@_check("ch03.q1")
+def _forbidden_pods(answer: list[str]) -> tuple[bool, str]:
+    expected = _forbidden(admission.admit(cases.quota_burst()))
+    return sorted(answer) == sorted(expected), f"{len(expected)} pods are refused, not these {len(answer)}"
+
+
+@_check("ch03.q2")
+def _min_gpu_quota(answer: int) -> tuple[bool, str]:
+    quota = int(answer)
+    if _forbidden(admission.admit(cases.quota_burst(gpu_quota=quota))):
+        return False, f"a quota of {quota} still refuses pods"
+    return bool(_forbidden(admission.admit(cases.quota_burst(gpu_quota=quota - 1)))), "a smaller quota also admits all"
+
+
+@_check("ch03.q3")
+def _clean_admitted(answer: int) -> tuple[bool, str]:
+    table = admission.admit(cases.quota_burst(cpu_quota=36))
+    expected = int((table.pod.str.startswith("c-clean") & (table.verdict == "admitted")).sum())
+    return int(answer) == expected, "count the LimitRange defaults against the CPU already used"
 
 
 # ------------------------------------------------------------------------------ labkit grade

@@ -91,3 +91,25 @@ def fragmentation_snapshot(strategy: str = "least", nodes: int = 4, placed: list
         if i < len(placed) and i < nodes:
             job["status"] = {"phase": "Running", "running": {"worker": [f"gpu-{placed[i]}"]}}
     return spec.validate(data)
+
+
+def quota_burst(gpu_quota: int = 16, cpu_quota: int = 64, jobs: int = 6, gpus: int = 4) -> Scenario:
+    """Team C's namespace (ResourceQuota on GPUs and CPU, LimitRange defaults 4 CPU / 16Gi and at most
+    8 GPUs per container) and a burst of `jobs` evaluation jobs of one pod with `gpus` GPUs, submitted
+    a second apart, plus two CPU-only pods that give no requests (the LimitRange fills them in)."""
+    burst = [{"name": f"c-eval-{i}", "namespace": "team-c", "queue": "team-c", "submit": i, "duration": "1h",
+              "tasks": [{"name": "worker", "resources": {"nvidia.com/gpu": gpus, "cpu": 8, "memory": "64Gi"}}]}
+             for i in range(jobs)]
+    burst += [{"name": f"c-clean-{i}", "namespace": "team-c", "queue": "team-c", "submit": jobs + i, "duration": "1h",
+               "tasks": [{"name": "worker"}]} for i in range(2)]
+    return spec.validate({
+        "name": "quota-burst",
+        "cluster": {"pools": [{"name": "a100", "count": 4,
+                               "resources": {"nvidia.com/gpu": 8, "cpu": 128, "memory": "1024Gi", "pods": 110}}]},
+        "tenants": [{"name": "team-c", "resourceQuota": {"hard": {"requests.nvidia.com/gpu": str(gpu_quota),
+                                                                   "requests.cpu": str(cpu_quota)}},
+                     "limitRange": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "4", "memory": "16Gi"},
+                                                "max": {"nvidia.com/gpu": "8"}}]}}],
+        "queues": [{"name": "team-c"}],
+        "jobs": burst,
+    })
