@@ -175,3 +175,35 @@ def test_hierarchical_cohort_quota_and_lending():
     tree.add(k.Workload("w", "cq3", [k.PodSet("main", 1, {"cpu": 5})], usage={fr: 5.0}))
     assert tree.cqs["cq2"].available(fr) == 5  # cq3's 5 take 1 of the 2 right lends
     assert tree.cqs["cq3"].path() == "/org/right/cq3"
+
+
+def _cohort(*members: tuple[str, float, float], **fungibility) -> k.Tree:
+    """ClusterQueues ``(name, a100 nominal, h100 nominal)`` in one cohort, flavors tried a100 first."""
+    cqs = [k.ClusterQueue(name, [k.ResourceGroup(("cpu",), ("a100", "h100"))],
+                          {("a100", "cpu"): k.Quota(a100), ("h100", "cpu"): k.Quota(h100)},
+                          fungibility=k.FlavorFungibility(**fungibility)) for name, a100, h100 in members]
+    return k.Tree(cqs, [], {name: "all" for name, *_ in members})
+
+
+def _one(cq: str, cpu: float, priority: int = 0, name: str = "") -> k.Workload:
+    return k.Workload(name or f"{cq}-{cpu}", cq, [k.PodSet("main", 1, {"cpu": cpu})], priority)
+
+
+@pytest.mark.parametrize("when_can_borrow, flavor", [("MayStopSearch", "a100"), ("TryNextFlavor", "h100")])
+def test_flavor_fungibility_when_can_borrow(when_can_borrow, flavor):
+    tree = _cohort(("cq", 4, 8), ("lender", 4, 0), when_can_borrow=when_can_borrow)
+    [entry] = k.schedule(tree, [_one("cq", 6)])
+    assert entry.status == "admitted" and entry.workload.flavors == [{"cpu": flavor}]
+
+
+@pytest.mark.parametrize("fair, admitted", [(False, "a-new"), (True, "b-new")])
+def test_fair_sharing_admits_the_lower_share_first(fair, admitted):
+    tree = k.Tree([k.ClusterQueue(n, [k.ResourceGroup(("cpu",), ("default",))], {("default", "cpu"): k.Quota(3)})
+                   for n in "abc"], [], dict.fromkeys("abc", "all"))
+    for i, (cq, cpu) in enumerate([("a", 4), ("b", 3)]):
+        wl = _one(cq, cpu, name=f"old{i}")
+        wl.usage = {("default", "cpu"): float(cpu)}
+        tree.add(wl)
+    entries = k.schedule(tree, [_one("a", 2, priority=1, name="a-new"), _one("b", 2, name="b-new")], fair=fair)
+    assert [e.workload.name for e in entries if e.status == "admitted"] == [admitted]
+    assert [e.message for e in entries if e.status != "admitted"] == [k.NO_LONGER_FITS]

@@ -42,6 +42,7 @@ NO_FIT, PREEMPT, FIT = 0, 1, 2
 """Flavor assignment modes (``flavorassigner.FlavorAssignmentMode``), worst first."""
 
 NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL, ANY = "Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"
+MAY_STOP_SEARCH, TRY_NEXT_FLAVOR = "MayStopSearch", "TryNextFlavor"
 STRICT_FIFO, BEST_EFFORT_FIFO = "StrictFIFO", "BestEffortFIFO"
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
@@ -87,6 +88,15 @@ class Preemption:
     reclaim_within_cohort: str = NEVER
     borrow_within_cohort: str = NEVER
     max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True)
+class FlavorFungibility:
+    """``FlavorFungibility``: whether the search over flavors stops at a flavor that fits by borrowing
+    (``when_can_borrow``) or needs preemption (``when_can_preempt``)."""
+
+    when_can_borrow: str = MAY_STOP_SEARCH
+    when_can_preempt: str = TRY_NEXT_FLAVOR
 
 
 @dataclass(eq=False)
@@ -249,10 +259,11 @@ class ClusterQueue(QuotaNode):
 
     def __init__(self, name: str, resource_groups: list[ResourceGroup], quotas: dict[FR, Quota],
                  preemption: Preemption = Preemption(), queueing_strategy: str = BEST_EFFORT_FIFO,
-                 weight: float = 1.0):
+                 weight: float = 1.0, fungibility: FlavorFungibility = FlavorFungibility()):
         super().__init__(name, quotas, weight)
         self.resource_groups = resource_groups
         self.preemption = preemption
+        self.fungibility = fungibility
         self.queueing_strategy = queueing_strategy
         self.workloads: dict[str, Workload] = {}
         self._usage: dict[FR, float] = {}
@@ -400,7 +411,9 @@ def _assign_counts(cq: ClusterQueue, wl: Workload, counts: list[int], fair: bool
                 reasons.extend(msgs)
                 if best is None or (mode, -borrow) > (best[0], -best[1]):
                     best = (mode, borrow, flavor)
-                if mode == FIT:  # whenCanBorrow: MayStopSearch
+                f = cq.fungibility
+                if (mode == FIT and (borrow == 0 or f.when_can_borrow == MAY_STOP_SEARCH)) or (
+                        mode == PREEMPT and f.when_can_preempt == MAY_STOP_SEARCH):
                     break
             assert best is not None
             mode, borrow, flavor = best
@@ -764,11 +777,26 @@ class Entry:
     message: str = ""
 
 
-def _fair_key(tree: Tree, e: Entry) -> tuple:
-    """The DRS tournament reduced to one key: no borrowing first, lower DRS after admission, priority, FIFO."""
-    cq = tree.cqs[e.workload.cq]
-    return (e.assignment.borrowing > 0, cq.dominant_resource_share(add=e.assignment.usage),
-            -e.workload.priority, queue_order_timestamp(e.workload), e.workload.uid)
+def _fair_next(tree: Tree, entries: list[Entry]) -> Entry:
+    """The DRS tournament (``fair_sharing_iterator.go``): at every cohort the best entries of its children
+    compete; a child that does not borrow from the cohort wins, then the lower DRS after admitting the
+    workload, higher priority, FIFO. The winners go up to the root."""
+
+    def key(node: QuotaNode, e: Entry) -> tuple:
+        usage = e.assignment.usage
+        return (any(node.borrowing_with(fr, v) for fr, v in usage.items()),
+                node.dominant_resource_share(add=usage), -e.workload.priority,
+                queue_order_timestamp(e.workload), e.workload.uid)
+
+    def winner(node: QuotaNode) -> Entry | None:
+        if isinstance(node, ClusterQueue):
+            return next((e for e in entries if e.workload.cq == node.name), None)
+        contenders = [(c, w) for c in node.children if (w := winner(c)) is not None]  # type: ignore[attr-defined]
+        return min(contenders, key=lambda c: key(*c))[1] if contenders else None
+
+    roots = dict.fromkeys(tree.cqs[e.workload.cq].root() for e in entries)
+    finalists = [w for root in roots if (w := winner(root)) is not None]
+    return min(finalists, key=lambda e: key(tree.cqs[e.workload.cq], e))
 
 
 def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = False,
@@ -776,19 +804,21 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
     """One admission cycle (``scheduler.schedule``) over one head per ClusterQueue.
 
     Admitted workloads are added to the tree with ``admitted_at = now``; preemption targets are marked
-    evicted (the caller removes them). Entries come back in processing order.
+    evicted (the caller removes them). Entries come back in processing order: classic, non-borrowing
+    first, then priority, then FIFO; with fair sharing, the DRS tournament re-run after each entry.
     """
-    entries = []
+    waiting = []
     for wl in heads:
         a, targets = assign_flavors(tree, wl, fair, strategies)
-        entries.append(Entry(wl, a, targets, message=a.message))
-    if fair:
-        entries.sort(key=lambda e: _fair_key(tree, e))
-    else:
-        entries.sort(key=lambda e: (e.assignment.borrowing > 0, -e.workload.priority,
-                                    queue_order_timestamp(e.workload), e.workload.uid))
+        waiting.append(Entry(wl, a, targets, message=a.message))
+    waiting.sort(key=lambda e: (e.assignment.borrowing > 0, -e.workload.priority,
+                                queue_order_timestamp(e.workload), e.workload.uid))
+    entries: list[Entry] = []
     preempting: set[str] = set()
-    for e in entries:
+    while waiting:
+        e = _fair_next(tree, waiting) if fair else waiting[0]
+        waiting.remove(e)
+        entries.append(e)
         cq = tree.cqs[e.workload.cq]
         if e.assignment.mode == FIT:
             if not workload_fits(cq, e.assignment.usage, True):
@@ -833,9 +863,12 @@ def build_tree(kueue_spec: Any) -> Tree:
         groups, q = quotas(spec_cq.resource_groups)
         p = spec_cq.preemption
         bwc = p.borrow_within_cohort
+        fungibility = FlavorFungibility(spec_cq.flavor_fungibility.when_can_borrow,
+                                        spec_cq.flavor_fungibility.when_can_preempt)
         cqs.append(ClusterQueue(spec_cq.name, groups, q, Preemption(
             p.within_cluster_queue, p.reclaim_within_cohort, bwc.policy if bwc else NEVER,
-            bwc.max_priority_threshold if bwc else None), spec_cq.queueing_strategy, spec_cq.fair_sharing.weight))
+            bwc.max_priority_threshold if bwc else None), spec_cq.queueing_strategy, spec_cq.fair_sharing.weight,
+            fungibility))
         parents[spec_cq.name] = spec_cq.cohort_name
     for spec_cohort in kueue_spec.cohorts:
         cohorts.append(Cohort(spec_cohort.name, quotas(spec_cohort.resource_groups)[1],

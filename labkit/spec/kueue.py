@@ -60,6 +60,11 @@ class ClusterQueuePreemption(Model):
     borrow_within_cohort: BorrowWithinCohort | None = None
 
 
+class FlavorFungibility(Model):
+    when_can_borrow: Literal["MayStopSearch", "TryNextFlavor"] = "MayStopSearch"
+    when_can_preempt: Literal["MayStopSearch", "TryNextFlavor"] = "TryNextFlavor"
+
+
 class FairSharing(Model):
     weight: float = Field(default=1.0, ge=0)
 
@@ -72,6 +77,7 @@ class ClusterQueue(Model):
     queueing_strategy: Literal["StrictFIFO", "BestEffortFIFO"] = "BestEffortFIFO"
     resource_groups: list[ResourceGroup] = Field(default_factory=list)
     preemption: ClusterQueuePreemption = ClusterQueuePreemption()
+    flavor_fungibility: FlavorFungibility = FlavorFungibility()
     fair_sharing: FairSharing = FairSharing()
 
 
