@@ -171,6 +171,32 @@ def _clean_admitted(answer: int) -> tuple[bool, str]:
     return int(answer) == expected, "count the LimitRange defaults against the CPU already used"
 
 
+# ------------------------------------------------------------------------------ chapter 4
+
+
+def _four_jobs_starts(d_duration: int | None = None) -> dict[str, float]:
+    jobs = simulate(cases.four_jobs(d_duration=d_duration)).jobs
+    return dict(zip(jobs.name, jobs.start))
+
+
+@_check("ch04.q1")
+def _overtook(answer: list[str]) -> tuple[bool, str]:
+    jobs = simulate(cases.four_jobs()).jobs.set_index("name")
+    expected = [n for n in jobs.index if jobs.submit[n] > jobs.submit["b"] and jobs.start[n] < jobs.start["b"]]
+    return sorted(answer) == sorted(expected), "compare submit and start times with b's"
+
+
+@_check("ch04.q2")
+def _longest_d(answer: int) -> tuple[bool, str]:
+    longest = int(answer)
+    if longest < 1:
+        return False, "a run time is at least 1 s"
+    b_start = _four_jobs_starts()["b"]
+    if _four_jobs_starts(longest)["b"] > b_start:
+        return False, f"with d running {longest} s, b starts later"
+    return _four_jobs_starts(longest + 1)["b"] > b_start, "a longer d still leaves b on time"
+
+
 # ------------------------------------------------------------------------------ labkit grade
 
 
