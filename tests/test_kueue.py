@@ -13,10 +13,11 @@ from labkit.engine import kueue as k
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "labkit" / "conformance" / "kueue-cases.yaml"
+EXTRA_CASES = ROOT / "labkit" / "conformance" / "kueue-extra-cases.yaml"
 EXAMPLE = ROOT / "examples" / "kueue-cohort.yaml"
 
 
-@pytest.mark.parametrize("result", run_cases(CASES), ids=lambda r: r.id)
+@pytest.mark.parametrize("result", run_cases(CASES) + run_cases(EXTRA_CASES), ids=lambda r: r.id)
 def test_oracle_case(result):
     assert result.passed, result.reason
 

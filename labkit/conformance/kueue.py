@@ -135,7 +135,7 @@ def _run_preemption(case: Mapping, tree: k.Tree, fair: bool) -> list[str]:
     flavors = inc.get("preempt_on") or {}
     usage = {(flavors[r], r): v for r, v in requests.items()}
     need = {fr: v for fr, v in usage.items()}
-    targets = k.get_targets(tree, wl, need, usage, fair)
+    targets = k.get_targets(tree, wl, need, usage, fair, tuple(case.get("strategies") or k.DEFAULT_STRATEGIES))
     got = {t.workload.name: t.reason for t in targets}
     return _compare(got, case["expect"].get("preempted") or {}, "preempted")
 

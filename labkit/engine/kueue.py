@@ -651,7 +651,9 @@ def _fill_back(tree: Tree, cq: ClusterQueue, requests: dict[FR, float], targets:
 
 def _fair_targets(tree: Tree, wl: Workload, cq: ClusterQueue, frs: set[FR], requests: dict[FR, float],
                   strategies: tuple[str, ...]) -> list[Target]:
-    """``fairPreemptions``: preempt from the CQ with the highest DRS while the strategy allows it."""
+    """``fairPreemptionStrategy`` (``fair_strategy.go``): take candidates from the CQ with the highest DRS
+    while the first strategy allows it, then one per CQ under the second; the preemptor's own CQ without a
+    share check, and every CQ when the preemptor stays within nominal (FairSharingPreemptWithinNominal)."""
     candidates: list[Workload] = []
     if cq.preemption.within_cluster_queue != NEVER:
         candidates += [w for w in cq.workloads.values()
@@ -663,12 +665,7 @@ def _fair_targets(tree: Tree, wl: Workload, cq: ClusterQueue, frs: set[FR], requ
             candidates += [w for w in other.workloads.values()
                            if _uses(w, frs) and _policy_allows(cq.preemption.reclaim_within_cohort, wl, w)]
     candidates.sort(key=lambda w: candidates_ordering(w, cq.name))
-    p = cq.preemption
-    threshold: int | None = None
-    if p.borrow_within_cohort != NEVER:
-        threshold = wl.priority
-        if p.max_priority_threshold is not None and p.max_priority_threshold < threshold:
-            threshold = p.max_priority_threshold + 1
+    within_nominal = all(not cq.borrowing_with(fr, requests.get(fr, 0.0)) for fr in frs)
 
     def rule(name: str, preemptor_new: float, target_old: float, target_new: float) -> bool:
         if name == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
@@ -703,18 +700,13 @@ def _fair_targets(tree: Tree, wl: Workload, cq: ClusterQueue, frs: set[FR], requ
             if queue[1:]:
                 groups[name] = queue[1:]
             continue
-        within_nominal = all(not cq.borrowing_with(fr, v) for fr, v in requests.items())
         preemptor_new = cq.dominant_resource_share(add=requests)
         old = other.dominant_resource_share()
         for i, cand in enumerate(queue):
-            below = threshold is not None and cand.priority < threshold
             new = other.dominant_resource_share(remove=cand.usage)
-            allowed = rule(strategies[0], preemptor_new, old, new)
-            if within_nominal or below or allowed:
+            if within_nominal or rule(strategies[0], preemptor_new, old, new):
                 tree.remove(cand)
-                reason = IN_COHORT_RECLAMATION if within_nominal else (
-                    IN_COHORT_FAIR_SHARING if allowed else IN_COHORT_RECLAIM_WHILE_BORROWING)
-                targets.append(Target(cand, reason))
+                targets.append(Target(cand, IN_COHORT_RECLAMATION if within_nominal else IN_COHORT_FAIR_SHARING))
                 fits = workload_fits(cq, requests, True)
                 if not fits and queue[i + 1:] and not other.within_nominal(frs):
                     groups[name] = queue[i + 1:]
