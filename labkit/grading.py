@@ -197,6 +197,34 @@ def _longest_d(answer: int) -> tuple[bool, str]:
     return _four_jobs_starts(longest + 1)["b"] > b_start, "a longer d still leaves b on time"
 
 
+# ------------------------------------------------------------------------------ chapter 5
+
+
+def _stalled_gpus(min_available: int | None, at: float = 60.0) -> float:
+    """GPUs held at `at` by jobs with a worker missing (data-parallel workers that cannot train)."""
+    table = steps.workers(simulate(cases.gang_pair(min_available)), at)
+    return float(table[~table.can_train].gpus_held.sum())
+
+
+@_check("ch05.q1")
+def _idle_held(answer: int) -> tuple[bool, str]:
+    return int(answer) == _stalled_gpus(1), "count the GPUs of every job whose workers are not all running"
+
+
+@_check("ch05.q2")
+def _min_available(answer: int) -> tuple[bool, str]:
+    stalled = _stalled_gpus(int(answer))
+    return stalled == 0, f"{stalled:g} GPUs are held by jobs that cannot train"
+
+
+@_check("ch05.q3")
+def _gpus_per_pod(answer: int) -> tuple[bool, str]:
+    feasible = [16 // r for r in (2, 4, 8) if cycle(cases.shape_snapshot(r)).binds()]
+    if int(answer) not in feasible:
+        return False, f"a 16-GPU job of {answer}-GPU pods cannot be placed in this session"
+    return int(answer) == max(feasible), "a shape with fewer, larger pods also fits"
+
+
 # ------------------------------------------------------------------------------ labkit grade
 
 

@@ -126,3 +126,27 @@ def four_jobs(policy: str = "volcano-shipped", d_duration: int | None = None) ->
     if d_duration is not None:
         next(j for j in data["jobs"] if j["name"] == "d")["duration"] = d_duration
     return spec.validate(data)
+
+
+def gang_pair(min_available: int | None = None) -> Scenario:
+    """Two data-parallel jobs of 2 workers x 8 GPUs on 2 nodes x 8 GPUs, submitted together: with
+    minAvailable 1 each gets one worker (half a job each); with 2 (the default) one runs whole, then the other."""
+    worker = {"name": "worker", "replicas": 2, "resources": {"nvidia.com/gpu": 8, "cpu": 32, "memory": "256Gi"}}
+    if min_available is not None:
+        worker["minAvailable"] = min_available
+    return spec.validate({
+        "name": "gang-pair",
+        "cluster": {"pools": [{"name": "a100", "count": 2,
+                               "resources": {"nvidia.com/gpu": 8, "cpu": 128, "memory": "1024Gi", "pods": 110}}]},
+        "queues": [{"name": "default"}],
+        "jobs": [{"name": name, "submit": 0, "duration": "2h", "tasks": [worker]} for name in ("ddp-x", "ddp-y")],
+    })
+
+
+def shape_snapshot(replicas: int) -> Scenario:
+    """A 16-GPU job as `replicas` pods of 16/replicas GPUs, arriving in the fragmentation snapshot (4 free GPUs per node)."""
+    data = fragmentation_snapshot().model_dump(mode="json", by_alias=True, exclude_unset=True)
+    task = data["jobs"][-1]["tasks"][0]
+    task.update(replicas=replicas, resources={"nvidia.com/gpu": 16 // replicas, "cpu": 8, "memory": "64Gi"})
+    data["jobs"][-1]["name"] = f"tp16x{replicas}"
+    return spec.validate(data)

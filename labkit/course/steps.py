@@ -46,3 +46,16 @@ def placement(scenario: Scenario) -> pd.DataFrame:
     table = pd.DataFrame([r + [binds.get(r[0]) == r[1]] for r in rows], columns=COLUMNS)
     table["score"] = table.score.round(1)
     return table
+
+
+def workers(result, at: float) -> pd.DataFrame:
+    """Per job at time `at`: pods it needs (all replicas), pods running, GPUs held, and whether all
+    workers are there (`can_train`: a data-parallel job with a worker missing holds GPUs and waits)."""
+    tasks = result.tasks
+    live = tasks[(tasks.start <= at) & ~(tasks.end <= at)]
+    needed = {f"{j.namespace}/{j.name}": sum(t.replicas_resolved for t in j.tasks) for j in result.scenario.jobs}
+    table = pd.DataFrame({"needed": needed})
+    table["running"] = live.groupby("job").size().reindex(table.index, fill_value=0)
+    table["gpus_held"] = live.groupby("job")[GPU].sum().reindex(table.index, fill_value=0)
+    table["can_train"] = table.running == table.needed
+    return table
