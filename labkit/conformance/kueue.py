@@ -8,7 +8,8 @@ second apart; named priorities are ``low`` < ``high``.
 An inline ClusterQueue without ``preemption`` has the preemption of the base ClusterQueues of the
 Kueue test file the case comes from (``TestFairPreemptions``: withinClusterQueue LowerPriority,
 reclaimWithinCohort Any, borrowWithinCohort LowerPriority with maxPriorityThreshold -3); an explicit
-``preemption: {}`` is Kueue's default (Never everywhere).
+``preemption: {}`` is Kueue's default (Never everywhere). ``cohorts_inline`` (name, parent, cpu_nominal)
+gives the Cohort objects of hierarchical cases.
 """
 
 from __future__ import annotations
@@ -88,7 +89,12 @@ def _tree(case: Mapping, shared: Mapping, where: str) -> k.Tree:
     for spec in case.get("cluster_queues_inline") or []:
         cq, parents[spec["name"]] = _cluster_queue(spec["name"], spec)
         cqs.append(cq)
-    return k.Tree(cqs, [], parents)
+    cohorts = []
+    for spec in case.get("cohorts_inline") or []:
+        quotas = {("default", "cpu"): k.Quota(float(spec["cpu_nominal"]))} if "cpu_nominal" in spec else {}
+        cohorts.append(k.Cohort(spec["name"], quotas))
+        parents[spec["name"]] = spec.get("parent")
+    return k.Tree(cqs, cohorts, parents)
 
 
 def _priority(value: Any) -> int:
