@@ -205,8 +205,10 @@ class QuotaNode:
         return all(not self.borrowing_with(fr, 0.0) for fr in frs)
 
     def fits_in_quota(self, requests: dict[FR, float]) -> tuple[bool, dict[FR, float]]:
-        """``QuantitiesFitInQuota``: whether the requests fit the subtree quota, and what is left over."""
-        remaining = {fr: max(0.0, self.usage(fr) + v - self.subtree_quota(fr)) for fr, v in requests.items()}
+        """``QuantitiesFitInQuota``: whether the requests fit the unused subtree quota, and the part of
+        each request that does not (what the parent has to cover)."""
+        unused = {fr: max(0.0, self.subtree_quota(fr) - self.usage(fr)) for fr in requests}
+        remaining = {fr: max(0.0, v - unused[fr]) for fr, v in requests.items()}
         return all(v == 0 for v in remaining.values()), remaining
 
     def dominant_resource_share(self, add: dict[FR, float] | None = None, remove: dict[FR, float] | None = None
