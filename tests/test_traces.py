@@ -218,6 +218,7 @@ def test_real_philly():
     assert len(frag["jobs"]) == 82_247 and len(frag["queues"]) == 15
     assert max(j["tasks"][0]["replicas"] for j in frag["jobs"]) == 16  # 128 GPUs = 16 x 8
     sample = traces.philly(real("philly-pollux.csv"), n=200, seed=1, gpus=256)
+    assert {len(j["name"]) for j in sample["jobs"]} == {len("philly-82246")}  # names do not depend on the sample
     result = labkit.simulate(spec.validate({**sample, "scheduler": {"policy": "volcano-multitenant"}}))
     assert len(result.jobs) == 200 and result.jobs.start.notna().all()
 

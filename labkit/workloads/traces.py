@@ -105,10 +105,10 @@ def openb(nodes: str | Path, pods: str | Path, *, n: int | None = None, window: 
     table = pd.DataFrame({"submit": created, "duration": np.maximum(deleted - began, 1.0), "gpus": count,
                           "share": share, "cpu": _number(pods, df, "cpu_milli"),
                           "memory": _number(pods, df, "memory_mib"), "tenant": qos})
-    table = _select(table, n, window, seed, load)
+    table, width = _select(table, n, window, seed, load)
     frag = _tenancy(table, queues)
     frag["cluster"] = {"pools": pools}
-    names = _names("openb", table.index)
+    names = _names("openb", table.index, width)
     jobs = []
     for name, (submit, duration, gpus, milli, cpu, memory, tenant) in zip(
             names, table[["submit", "duration", "gpus", "share", "cpu", "memory", "tenant"]].itertuples(index=False)):
@@ -170,11 +170,11 @@ def swf(path: str | Path, *, n: int | None = None, window: tuple | None = None, 
     table = pd.DataFrame({"submit": data[keep, 1], "duration": runtime[keep], "gpus": procs[keep].astype(int),
                           "limit": data[keep, 8], "tenant": [f"{tenant}-{int(v)}" for v in data[keep, fields[tenant]]]},
                          index=np.flatnonzero(keep))
-    table = _select(table, n, window, seed, load)
+    table, width = _select(table, n, window, seed, load)
     frag = _tenancy(table, queues)
     jobs = []
     for name, (submit, duration, procs_, limit, who) in zip(
-            _names("swf", table.index), table[["submit", "duration", "gpus", "limit", "tenant"]].itertuples(index=False)):
+            _names("swf", table.index, width), table[["submit", "duration", "gpus", "limit", "tenant"]].itertuples(index=False)):
         replicas, pod = _shape(per_node, resource)(int(procs_))
         job = _job(name, submit, duration, [{"name": "worker", "replicas": replicas, "resources": pod}],
                    frag["placement"][who])
@@ -228,10 +228,13 @@ def _count(path: str | Path, df: pd.DataFrame, column: str, minimum: int = 1) ->
     return values.astype(np.int64)
 
 
-def _select(table: pd.DataFrame, n: int | None, window: tuple | None, seed: int, load: float) -> pd.DataFrame:
-    """Window, seeded sample, load rescaling; submit times from the first kept job; submit order."""
+def _select(table: pd.DataFrame, n: int | None, window: tuple | None, seed: int,
+            load: float) -> tuple[pd.DataFrame, int]:
+    """Window, seeded sample, load rescaling; submit times from the first kept job; submit order.
+    Also the digits of the largest row number, so a row's job name does not depend on the sample."""
     if load <= 0:
         raise SpecError("load", f"must be > 0, got {load}")
+    width = len(str(int(table.index.max()))) if len(table) else 1
     table = table.sort_values("submit", kind="stable")
     origin = table["submit"].min() if len(table) else 0.0
     if window is not None:
@@ -243,7 +246,7 @@ def _select(table: pd.DataFrame, n: int | None, window: tuple | None, seed: int,
         table = table.iloc[rows]
     if len(table):
         table = table.assign(submit=((table["submit"] - table["submit"].min()) / load).round(3))
-    return table
+    return table, width
 
 
 def _label(text: str) -> str:
@@ -272,10 +275,8 @@ def _tenancy(table: pd.DataFrame, queues: QueueMap) -> dict:
             "placement": placement}
 
 
-def _names(prefix: str, rows) -> list[str]:
+def _names(prefix: str, rows, width: int) -> list[str]:
     """Job names from the trace's row numbers, so a job maps back to its line in the file."""
-    rows = np.asarray(rows)
-    width = len(str(int(rows.max()))) if len(rows) else 1
     return [f"{prefix}-{int(r):0{width}d}" for r in rows]
 
 
@@ -301,12 +302,12 @@ def _job(name: str, submit: float, duration: float, tasks: list[dict], placement
 
 def _fragment(prefix: str, table: pd.DataFrame, n, window, seed, load, queues, gpus, gpus_per_node) -> dict:
     """Jobs of whole GPUs (pods of <= gpus_per_node), the tenancy, and the cluster when asked."""
-    table = _select(table, n, window, seed, load)
+    table, width = _select(table, n, window, seed, load)
     frag = _tenancy(table, queues)
     shape = _shape(gpus_per_node)
     jobs = []
     for name, (submit, duration, count, tenant) in zip(
-            _names(prefix, table.index), table[["submit", "duration", "gpus", "tenant"]].itertuples(index=False)):
+            _names(prefix, table.index, width), table[["submit", "duration", "gpus", "tenant"]].itertuples(index=False)):
         replicas, pod = shape(int(count))
         jobs.append(_job(name, submit, duration, [{"name": "worker", "replicas": replicas, "resources": pod}],
                          frag["placement"][tenant]))
