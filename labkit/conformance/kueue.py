@@ -74,8 +74,11 @@ def _cluster_queue(name: str, spec: Mapping) -> tuple[k.ClusterQueue, str | None
         groups, quotas = _groups([{"covered": ["cpu"], "flavors": {"default": {"cpu": {
             "nominal": spec.get("cpu_nominal", 0)}}}}])
     p = preemption(spec.get("preemption", INLINE_PREEMPTION))
+    fungibility = spec.get("flavorFungibility") or {}
     cq = k.ClusterQueue(name, groups, quotas, p, spec.get("queueingStrategy", k.BEST_EFFORT_FIFO),
-                        float(spec.get("fairSharing_weight", 1)))
+                        float(spec.get("fairSharing_weight", 1)), k.FlavorFungibility(
+                            fungibility.get("whenCanBorrow", k.MAY_STOP_SEARCH),
+                            fungibility.get("whenCanPreempt", k.TRY_NEXT_FLAVOR)))
     return cq, spec.get("cohort")
 
 

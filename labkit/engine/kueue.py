@@ -38,8 +38,9 @@ from .simulate import Simulation, record_of, result_of
 FR = tuple[str, str]
 """A flavor-resource: ``(flavor, resource)``."""
 
-NO_FIT, PREEMPT, FIT = 0, 1, 2
-"""Flavor assignment modes (``flavorassigner.FlavorAssignmentMode``), worst first."""
+NO_FIT, NO_CANDIDATES, PREEMPT, FIT = 0, 1, 2, 3
+"""Flavor assignment modes (``flavorassigner`` granularMode), worst first: NO_CANDIDATES is a Preempt
+whose preemption simulation found no targets."""
 
 NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL, ANY = "Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"
 MAY_STOP_SEARCH, TRY_NEXT_FLAVOR = "MayStopSearch", "TryNextFlavor"
@@ -345,9 +346,10 @@ class Assignment:
         return {fr: v for fr, v in self.usage.items() if v > cq.available(fr)}
 
 
-def _fits_resource_quota(cq: ClusterQueue, fr: FR, value: float, request: float, fair: bool
-                         ) -> tuple[int, int, str]:
-    """``fitsResourceQuota``: (mode, borrowing height, status message)."""
+def _fits_resource_quota(tree: Tree, wl: Workload, cq: ClusterQueue, fr: FR, value: float, request: float,
+                         fair: bool) -> tuple[int, int, str]:
+    """``fitsResourceQuota``: (mode, borrowing height, status message); a Preempt is checked by
+    simulating the preemption of ``fr`` alone (``SimulatePreemption``)."""
     available, capacity = cq.available(fr), cq.potential_available(fr)
     resource, flavor = fr[1], fr[0]
     if value > capacity:
@@ -363,7 +365,8 @@ def _fits_resource_quota(cq: ClusterQueue, fr: FR, value: float, request: float,
     p = cq.preemption
     while_borrowing = p.borrow_within_cohort != NEVER or (fair and p.reclaim_within_cohort != NEVER)
     if value <= cq.subtree_quota(fr) or may_reclaim or while_borrowing:
-        return PREEMPT, borrow, message
+        found = get_targets(tree, wl, {fr: value}, {fr: value}, fair)
+        return (PREEMPT if found else NO_CANDIDATES), borrow, message
     return NO_FIT, borrow, message
 
 
@@ -381,8 +384,9 @@ def _lowest_subtree_that_fits(cq: ClusterQueue, fr: FR, value: float) -> tuple[i
     return node.height(), node.parent is not None
 
 
-def _assign_counts(cq: ClusterQueue, wl: Workload, counts: list[int], fair: bool) -> Assignment:
+def _assign_counts(tree: Tree, wl: Workload, counts: list[int], fair: bool) -> Assignment:
     """Assign a flavor per resource group to each podset with the given pod counts."""
+    cq = tree.cqs[wl.cq]
     usage: dict[FR, float] = {}
     flavors: list[dict[str, str]] = []
     worst, borrowing, message = FIT, 0, ""
@@ -406,7 +410,7 @@ def _assign_counts(cq: ClusterQueue, wl: Workload, counts: list[int], fair: bool
                 for r in (r for r in requested if r in g.covered):
                     request = ps.requests[r] * count
                     fr = (flavor, r)
-                    m, b, msg = _fits_resource_quota(cq, fr, usage.get(fr, 0.0) + request, request, fair)
+                    m, b, msg = _fits_resource_quota(tree, wl, cq, fr, usage.get(fr, 0.0) + request, request, fair)
                     mode, borrow = min(mode, m), max(borrow, b)
                     if msg:
                         msgs.append(msg)
@@ -426,10 +430,10 @@ def _assign_counts(cq: ClusterQueue, wl: Workload, counts: list[int], fair: bool
             for r in (r for r in requested if r in g.covered):
                 chosen[r] = flavor
                 usage[(flavor, r)] = usage.get((flavor, r), 0.0) + ps.requests[r] * count
-            if mode == PREEMPT:
+            if mode in (PREEMPT, NO_CANDIDATES):
                 message = f"couldn't assign flavors to pod set {ps.name}: {', '.join(reasons)}"
         flavors.append(chosen)
-    return Assignment(worst, flavors, counts, usage, borrowing, message if worst == PREEMPT else "")
+    return Assignment(worst, flavors, counts, usage, borrowing, message if worst < FIT else "")
 
 
 def assign_flavors(tree: Tree, wl: Workload, fair: bool = False, strategies=DEFAULT_STRATEGIES
@@ -439,7 +443,7 @@ def assign_flavors(tree: Tree, wl: Workload, fair: bool = False, strategies=DEFA
     cq = tree.cqs[wl.cq]
 
     def attempt(counts: list[int]) -> tuple[Assignment, list[Target]]:
-        a = _assign_counts(cq, wl, counts, fair)
+        a = _assign_counts(tree, wl, counts, fair)
         targets = get_targets(tree, wl, a.preempt_frs(cq), a.usage, fair, strategies) \
             if a.mode == PREEMPT else []
         return a, targets
