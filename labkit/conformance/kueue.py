@@ -5,10 +5,10 @@ Preempt forced on the named flavors, ``scheduler`` runs one admission cycle over
 ``queue`` pops the ClusterQueue heap. Units: cpu in cores, memory in Gi; ``t1 < t2 < t3`` are one
 second apart; named priorities are ``low`` < ``high``.
 
-An inline ClusterQueue without ``preemption`` has the preemption of the base ClusterQueues of the
-Kueue test file the case comes from (``TestFairPreemptions``: withinClusterQueue LowerPriority,
-reclaimWithinCohort Any, borrowWithinCohort LowerPriority with maxPriorityThreshold -3); an explicit
-``preemption: {}`` is Kueue's default (Never everywhere). ``cohorts_inline`` (name, parent, cpu_nominal)
+An inline ClusterQueue without ``preemption`` has the preemption the ClusterQueues of the case's source
+test file are built with: the base ClusterQueues of ``preemption_fair_test.go`` have withinClusterQueue
+LowerPriority, reclaimWithinCohort Any, borrowWithinCohort LowerPriority with maxPriorityThreshold -3;
+elsewhere it is Kueue's default, Never everywhere, as an explicit ``preemption: {}``. ``cohorts_inline`` (name, parent, cpu_nominal)
 gives the Cohort objects of hierarchical cases.
 """
 
@@ -24,8 +24,10 @@ from labkit.errors import SpecError
 
 GI = 2.0**30
 NAMED_PRIORITY = {"low": -1, "high": 1}
-INLINE_PREEMPTION = {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
-                     "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": -3}}
+BASE_PREEMPTION = {"pkg/scheduler/preemption/preemption_fair_test.go": {
+    "withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+    "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": -3}}}
+"""The preemption of the ClusterQueues a test file builds when a case leaves it out, by source file."""
 _RANGE = re.compile(r"^([A-Za-z_-]*?)(\d+)(?:\.\.\1?(\d+))?\s+in\s+(\S+)$")
 
 
@@ -65,7 +67,7 @@ def _groups(groups: list[Mapping]) -> tuple[list[k.ResourceGroup], dict[k.FR, k.
     return out, quotas
 
 
-def _cluster_queue(name: str, spec: Mapping) -> tuple[k.ClusterQueue, str | None]:
+def _cluster_queue(name: str, spec: Mapping, base: Mapping | None = None) -> tuple[k.ClusterQueue, str | None]:
     if "resource_groups" in spec:
         groups, quotas = _groups(spec["resource_groups"])
     elif "flavors_in_order" in spec:
@@ -73,7 +75,7 @@ def _cluster_queue(name: str, spec: Mapping) -> tuple[k.ClusterQueue, str | None
     else:
         groups, quotas = _groups([{"covered": ["cpu"], "flavors": {"default": {"cpu": {
             "nominal": spec.get("cpu_nominal", 0)}}}}])
-    p = preemption(spec.get("preemption", INLINE_PREEMPTION))
+    p = preemption(spec.get("preemption", base))
     fungibility = spec.get("flavorFungibility") or {}
     cq = k.ClusterQueue(name, groups, quotas, p, spec.get("queueingStrategy", k.BEST_EFFORT_FIFO),
                         float(spec.get("fairSharing_weight", 1)), k.FlavorFungibility(
@@ -89,8 +91,9 @@ def _tree(case: Mapping, shared: Mapping, where: str) -> k.Tree:
             raise SpecError(f"{where}.cluster_queues", f"no shared ClusterQueue named {name!r}")
         cq, parents[name] = _cluster_queue(name, shared[name])
         cqs.append(cq)
+    base = BASE_PREEMPTION.get((case.get("source") or {}).get("file"))
     for spec in case.get("cluster_queues_inline") or []:
-        cq, parents[spec["name"]] = _cluster_queue(spec["name"], spec)
+        cq, parents[spec["name"]] = _cluster_queue(spec["name"], spec, base)
         cqs.append(cq)
     cohorts = []
     for spec in case.get("cohorts_inline") or []:
@@ -171,7 +174,7 @@ def _run_scheduler(case: Mapping, tree: k.Tree, fair: bool) -> list[str]:
             diffs.append(f"pending {name}: not pending")
             continue
         got = {"QuotaReserved": False, "reason": e.reason, "message": e.message}
-        diffs += _compare(got, {key: want[key] for key in got if key in want}, f"pending {name}")
+        diffs += _compare({key: v for key, v in got.items() if key in want}, want, f"pending {name}")
     return diffs
 
 
