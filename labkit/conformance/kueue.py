@@ -167,6 +167,9 @@ def _run_scheduler(case: Mapping, tree: k.Tree, fair: bool) -> list[str]:
     admitted = {e.workload.name: {"cq": e.workload.cq, "flavor": dict(e.workload.flavors[0]),
                                   "count": sum(e.workload.counts)} for e in entries if e.status == "admitted"}
     diffs = _compare(admitted, expect.get("admitted") or {}, "admitted")
+    if "preempted" in expect:
+        got = {t.workload.name: t.reason for e in entries if e.status == "preempting" for t in e.targets}
+        diffs += _compare(got, expect["preempted"] or {}, "preempted")
     by_name = {e.workload.name: e for e in entries}
     for name, want in (expect.get("pending") or {}).items():
         e = by_name.get(name)

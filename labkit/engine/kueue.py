@@ -836,7 +836,7 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
                 t.workload.evicted = True
                 preempting.add(t.workload.uid)
             e.status = "preempting"
-            e.message = f"Pending the preemption of {len(e.targets)} workload(s)"
+            e.message = f"{e.assignment.message}. Pending the preemption of {len(e.targets)} workload(s)"
     return entries
 
 
