@@ -208,3 +208,20 @@ def test_fair_sharing_admits_the_lower_share_first(fair, admitted):
     entries = k.schedule(tree, [_one("a", 2, priority=1, name="a-new"), _one("b", 2, name="b-new")], fair=fair)
     assert [e.workload.name for e in entries if e.status == "admitted"] == [admitted]
     assert [e.message for e in entries if e.status != "admitted"] == [k.NO_LONGER_FITS]
+
+
+def test_kueue_policy_needs_kueue_objects():
+    out = run_cli("simulate", "--preset", "case-study", "--policy", "kueue")
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("labkit: error: kueue: a Kueue policy needs the scenario's kueue objects "
+                                  "(clusterQueues, localQueues)")
+
+
+def test_job_without_local_queue_is_not_managed():
+    data = example()
+    data["tenants"].append({"name": "ops"})
+    data["jobs"].append({"name": "ops-tool", "namespace": "ops", "submit": 0, "duration": "10m",
+                         "tasks": [{"resources": {"nvidia.com/gpu": 8}}]})
+    result = labkit.simulate(spec.validate(data))
+    ops = result.events[result.events.job == "ops/ops-tool"]
+    assert "QuotaReserved" not in set(ops.kind) and "Completed" in set(ops.kind)
