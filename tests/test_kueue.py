@@ -225,3 +225,14 @@ def test_job_without_local_queue_is_not_managed():
     result = labkit.simulate(spec.validate(data))
     ops = result.events[result.events.job == "ops/ops-tool"]
     assert "QuotaReserved" not in set(ops.kind) and "Completed" in set(ops.kind)
+
+
+def test_partial_admission_of_an_elastic_job():
+    """An elastic task is a podset with minCount = elastic.min: admitted with the pods the quota holds."""
+    data = example(jobs=[
+        {"name": "b", "namespace": "team-b", "duration": "2h", "tasks": [{"resources": {"nvidia.com/gpu": 8}}]},
+        {"name": "elastic", "namespace": "team-a", "submit": 10, "duration": "1h",
+         "tasks": [{"elastic": {"min": 1, "max": 4}, "resources": {"nvidia.com/gpu": 4}}]}])
+    result = labkit.simulate(spec.validate(data))
+    assert (result.jobs.state == "Completed").all()
+    assert (result.tasks.job == "team-a/elastic").sum() == 2  # the 8 a100 GPUs team-b leaves hold 2 of 4 pods

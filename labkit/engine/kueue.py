@@ -925,8 +925,8 @@ class KueueSession:
             if lq is None:
                 self.unmanaged.add(key)
                 continue
-            podsets = [PodSet(t.name, t.replicas_resolved, {r: parse_quantity(v) for r, v in t.resources.items()})
-                       for t in job.tasks]
+            podsets = [PodSet(t.name, t.replicas_resolved, {r: parse_quantity(v) for r, v in t.resources.items()},
+                              t.elastic.min if t.elastic else None) for t in job.tasks]
             self.workloads[key] = Workload(key, lq.cluster_queue, podsets, int(priority[key]), float(submit))
         self.admitted: dict[str, Workload] = {}
         self.requeue_at: dict[str, float] = {}
@@ -998,7 +998,7 @@ class KueueSession:
             if wl.evicted or j is None:
                 continue
             status = s.task_status[tasks_of[j]]
-            if len(status) == sum(ps.count for ps in wl.podsets) and (status == TaskStatus.RUNNING).all():
+            if (status == TaskStatus.RUNNING).sum() >= sum(wl.counts):
                 continue
             deadline = (wl.admitted_at or 0.0) + self.timeout
             if now < deadline:
@@ -1081,6 +1081,10 @@ class KueueSession:
             admitted = name in self.unmanaged or (wl is not None and name in self.admitted and not wl.evicted)
             if not admitted:
                 continue
+            placed = {}  # pods per role that hold a node: a partial admission runs only its admitted count
+            for t in tasks_of[j]:
+                role = p.role_names[p.task_role[t]]
+                placed[role] = placed.get(role, 0) + int(s.task_status[t] in _HOLDING)
             for t in tasks_of[j]:
                 if s.task_status[t] != TaskStatus.PENDING:
                     continue
@@ -1088,6 +1092,8 @@ class KueueSession:
                 if wl is not None:
                     role = p.role_names[p.task_role[t]]
                     index = next(i for i, ps in enumerate(wl.podsets) if ps.name == role)
+                    if placed[role] >= wl.counts[index]:
+                        continue
                     for flavor in set(wl.flavors[index].values()):
                         ok = ok & self.flavor_nodes[flavor]
                 request = p.task_request[t]
@@ -1098,6 +1104,8 @@ class KueueSession:
                 score = np.where(fits, share.mean(axis=1), -np.inf)
                 node = int(np.argmax(score))
                 free[node] -= request
+                if wl is not None:
+                    placed[role] += 1
                 decisions.binds.append(Placement(int(t), node, "kueue", "kube-scheduler: least allocated node"))
 
 
