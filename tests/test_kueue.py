@@ -236,3 +236,12 @@ def test_partial_admission_of_an_elastic_job():
     result = labkit.simulate(spec.validate(data))
     assert (result.jobs.state == "Completed").all()
     assert (result.tasks.job == "team-a/elastic").sum() == 2  # the 8 a100 GPUs team-b leaves hold 2 of 4 pods
+
+
+@pytest.mark.parametrize("block, admitted_at", [(False, 1.0), (True, 600.0)])
+def test_block_admission_waits_for_pods_ready(block, admitted_at):
+    data = _unplaceable(blockAdmission=block)
+    data["jobs"].append({"name": "small", "namespace": "team-b", "submit": 1, "duration": "10m",
+                         "tasks": [{"resources": {"nvidia.com/gpu": 2}}]})
+    ev = labkit.simulate(spec.validate(data)).events
+    assert ev[(ev.kind == "QuotaReserved") & (ev.job == "team-b/small")].time.iloc[0] == admitted_at
