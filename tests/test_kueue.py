@@ -1,5 +1,6 @@
 """Kueue: the oracle cases, the scenario objects and their errors, diagnosis strings, the clock."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -245,3 +246,9 @@ def test_block_admission_waits_for_pods_ready(block, admitted_at):
                          "tasks": [{"resources": {"nvidia.com/gpu": 2}}]})
     ev = labkit.simulate(spec.validate(data)).events
     assert ev[(ev.kind == "QuotaReserved") & (ev.job == "team-b/small")].time.iloc[0] == admitted_at
+
+
+def test_conformance_json():
+    out = run_cli("conformance", str(CASES), "--json")
+    assert out.returncode == 0
+    assert {"id": "preempt-lowest-priority", "passed": True, "skipped": False, "reason": ""} in json.loads(out.stdout)

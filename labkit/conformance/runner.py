@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
@@ -37,6 +37,10 @@ class CaseResult:
     passed: bool
     skipped: bool = False
     reason: str = ""
+
+    def as_dict(self) -> dict:
+        """The JSON form `labkit conformance --json` prints."""
+        return asdict(self)
 
 
 def read_case_file(path: str | Path) -> Mapping:
