@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from labkit.cli import main
-from labkit.course import cases, notebooks, steps
+from labkit.course import admission, cases, notebooks, steps
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,3 +92,22 @@ def test_case_study_slice_and_week():
     assert cases.case_study(week=True).cluster.pools[0].count == 32
     with pytest.raises(ValueError):
         cases.nodeorder_conf("random")
+
+
+def test_quota_refuses_at_admission_and_counts_limitrange_defaults():
+    table = admission.admit(cases.quota_burst(cpu_quota=36)).set_index("pod")
+    assert table.verdict.tolist() == ["admitted"] * 4 + ["forbidden"] * 2 + ["admitted", "forbidden"]
+    assert admission.admit(cases.quota_burst()).message[4] == (
+        'pods "c-eval-4-worker-0" is forbidden: exceeded quota: team-c, requested: requests.nvidia.com/gpu=4, '
+        "used: requests.nvidia.com/gpu=16, limited: requests.nvidia.com/gpu=16")
+    assert table.cpu["c-clean-1-worker-0"] == 4.0
+    assert "requests.cpu=4, used: requests.cpu=36" in table.message["c-clean-1-worker-0"]
+
+
+def test_partial_gangs_hold_gpus_without_training():
+    import labkit
+
+    partial = steps.workers(labkit.simulate(cases.gang_pair(min_available=1)), at=60)
+    assert partial.running.tolist() == [1, 1] and not partial.can_train.any()
+    whole = steps.workers(labkit.simulate(cases.gang_pair()), at=60)
+    assert whole.running.tolist() == [2, 0]

@@ -17,7 +17,17 @@ ROOT = Path(__file__).resolve().parents[1]
     ("ch02.q1", (16, 0), (16, 4)),
     ("ch02.q2", [0, 0, 1, 1], [0, 1, 2, 3]),
     ("ch02.q3", "binpack", "least"),
+    ("ch01.q1", "team-b", "team-c"),
+    ("ch01.q2", (1, 1, 1), (5, 3, 2)),
     ("ch01.q3", grading.SYMPTOMS, {**grading.SYMPTOMS, next(iter(grading.SYMPTOMS)): "调度"}),
+    ("ch03.q1", ["c-eval-4-worker-0", "c-eval-5-worker-0"], ["c-eval-5-worker-0"]),
+    ("ch03.q2", 24, 28),
+    ("ch03.q3", 1, 2),
+    ("ch04.q1", ["d", "c"], ["d"]),
+    ("ch04.q2", 66, 67),
+    ("ch05.q1", 16, 8),
+    ("ch05.q2", 2, 1),
+    ("ch05.q3", 4, 2),
 ])
 def test_right_passes_wrong_fails(qid, right, wrong, capsys):
     grading.check(qid, right)
