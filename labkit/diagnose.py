@@ -42,7 +42,6 @@ SLURM_REASON = {
     "QueueOverused": "QOSGrpGRES",
     "QueueDeservedExceeded": "QOSGrpGRES",
     "Unschedulable": "Resources",
-    "UnschedulableAndUnresolvable": "BadConstraints",
     "NotEnoughResources": "Resources",
     "Pipelined": "Resources",
 }
@@ -227,18 +226,17 @@ def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: Que
         return Explanation(key, at, phase, "WaitingForSession", "the next session binds the gang", [*quota])
     pipelined = [b for b in decisions.pipelined if b.task in mine]
     fit = {t.index: _node_reasons(snap, ssn, t) for t in pending}
-    schedulable = sum(1 for reasons in fit.values() if not reasons.unavailable)
+    schedulable = sum(1 for reasons in fit.values() if reasons.unavailable < len(ssn.nodes))
     histogram = {"Schedulable": schedulable, "Unschedulable": len(pending) - schedulable}
     gang = _gang_message(info, {k: v for k, v in histogram.items() if v})
-    failing = next((r for r in fit.values() if r.unavailable), None)
+    failing = next((r for r in fit.values() if r.unavailable == len(ssn.nodes)), None)
     if pipelined:
         nodes = sorted({snap.problem.node_names[b.node] for b in pipelined if b.node >= 0})
         return Explanation(key, at, phase, "Pipelined",
                            f"{len(pipelined)} pod(s) pipelined on {', '.join(nodes)}: waiting for Releasing pods",
                            quota, gang)
     if failing is not None:
-        reason = "UnschedulableAndUnresolvable" if failing.unresolvable else "Unschedulable"
-        return Explanation(key, at, phase, reason, failing.message(len(ssn.nodes)), quota, gang)
+        return Explanation(key, at, phase, "Unschedulable", failing.message(len(ssn.nodes)), quota, gang)
     return Explanation(key, at, phase, "NotEnoughResources", gang,
                        ["every pod fits some node alone, but not the whole gang at once", *quota], gang)
 
@@ -261,7 +259,6 @@ class NodeReasons:
 
     counts: dict[str, int]
     unavailable: int
-    unresolvable: bool
 
     def message(self, n_nodes: int) -> str:
         """`0/N nodes are available: <count> <reason>, ...` (reasons sorted as strings, as kube does)."""
@@ -270,18 +267,20 @@ class NodeReasons:
 
 
 def _node_reasons(snap: metrics.Snapshot, ssn: Session, task: TaskInfo) -> NodeReasons:
-    """Why each node refuses `task` now: unschedulable, selector, taints (from the scenario's pools), max pods, then fit on Idle."""
+    """Why each node refuses `task` now: selector and taints (from the scenario's pools), max pods, then fit on Idle.
+
+    Scenario checks make sure some pool passes the selector and taints, so a pod always has a
+    node it could run on once room is made.
+    """
     scenario = snap.compiled.scenario
     pool_of = {name: pool for pool in scenario.cluster.pools for name in pool.node_names()}
     job = scenario.jobs[int(snap.jobs[task.job])]
     spec = next(t for t in job.tasks if t.name == task.role)
     counts: dict[str, int] = {}
-    unavailable, resolvable = 0, False
+    unavailable = 0
     for node in ssn.nodes:
         reasons: list[str] = []
         pool = pool_of[node.name]
-        if not node.schedulable:
-            reasons.append("node(s) were unschedulable")
         if any(pool.labels.get(k) != v for k, v in spec.node_selector.items()):
             reasons.append("node(s) didn't match Pod's node affinity/selector")
         reasons += [f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}" for taint in pool.taints
@@ -291,11 +290,10 @@ def _node_reasons(snap: metrics.Snapshot, ssn: Session, task: TaskInfo) -> NodeR
                 reasons.append("Too many pods")
             reasons += [f"Insufficient {name}" for r, name in enumerate(ssn.problem.resource_names)
                         if r != PODS and task.request[r] > node.idle[r] + 1e-9]
-            resolvable |= bool(reasons)
         for reason in reasons:
             counts[reason] = counts.get(reason, 0) + 1
         unavailable += bool(reasons)
-    return NodeReasons(counts, unavailable, unresolvable=unavailable == len(ssn.nodes) and not resolvable)
+    return NodeReasons(counts, unavailable)
 
 
 def _quota_exceeded(result: Result, key: str, at: float) -> list[str]:
@@ -306,7 +304,7 @@ def _quota_exceeded(result: Result, key: str, at: float) -> list[str]:
     if tenant is None:
         return []
     held = metrics.holding(result, at)
-    held = held[held.job.str.startswith(namespace + "/") & (held.job != key)]
+    held = held[(held.job.map(lambda name: name.split("/")[0]) == namespace) & (held.job != key)]
     job = result.scenario.jobs[int(np.flatnonzero(metrics.job_keys(result) == key)[0])]
     requested = {res: 0.0 for res in held.columns}
     for task in job.tasks:

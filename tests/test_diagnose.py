@@ -1,0 +1,232 @@
+"""labkit.diagnose: one small run per pending cause, and the message the scheduler would give for it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_metrics import J0_END, one_node
+from test_simulate import reclaim_scenario, without_overcommit
+
+import labkit
+from labkit import diagnose, metrics, spec
+from labkit.results import EVENT_COLUMNS, JOB_COLUMNS, TASK_COLUMNS, Result
+
+GPU = "nvidia.com/gpu"
+NODE = {GPU: 8, "cpu": 64, "memory": "512Gi"}
+CONF_WITHOUT_PROPORTION = {"policy": "gang only", "conf": {
+    "actions": "enqueue, allocate",
+    "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}]}, {"plugins": [{"name": "predicates"}]}]}}
+
+
+def cluster(nodes: int = 1, **pool) -> dict:
+    return {"pools": [{"name": "gpu", "count": nodes, "resources": NODE, **pool}]}
+
+
+def job(name: str, gpus: int, queue: str = "a", **extra) -> dict:
+    return {"name": name, "queue": queue, "duration": "10h", "tasks": [{"resources": {GPU: gpus}}], **extra}
+
+
+def run(**data) -> labkit.Result:
+    return labkit.simulate(spec.validate({"name": "case", **data}))
+
+
+@pytest.fixture(scope="module")
+def fragmentation():
+    return labkit.simulate(spec.preset("fragmentation"))
+
+
+def test_lifecycle_states(fragmentation):
+    assert diagnose.explain(fragmentation, "tp8", at=30).reason == "NotSubmitted"
+    running = diagnose.explain(fragmentation, "resident-0", at=100)
+    assert (running.reason, running.phase, running.message) == ("Running", "Running", "1/1 pods running, 1 minAvailable")
+    assert diagnose.explain(fragmentation, "ml/resident-0", at=30000).reason == "Completed"
+
+
+def test_insufficient_gpus_in_kube_and_gang_words(fragmentation):
+    """tp8 asks 8 GPUs; each of the 4 nodes has 4 free: kube-scheduler's histogram and gang's condition."""
+    why = diagnose.explain(fragmentation, "tp8", at=100)
+    assert (why.reason, why.phase) == ("Unschedulable", "Inqueue")
+    assert why.message == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    assert why.condition == ("1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; "
+                             "Pending: 1 Unschedulable")
+    assert why.slurm_reason == "Resources"
+    assert "tasks in gang unschedulable" in str(why)
+
+
+def test_enqueue_rejected_by_overcommit():
+    """j1 asks 8 GPUs while j0 holds 4 of 8: overcommit's idle room is 8 x 1.2 - 4."""
+    result = labkit.simulate(one_node())
+    why = diagnose.explain(result, "j1", at=100)
+    assert (why.reason, why.phase, why.message) == ("ClusterOverused", "Pending", "resource in cluster is overused")
+    assert f"= {8 * 1.2 - 4:g}" in why.details[0]
+    assert why.condition == "1/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable"
+    assert diagnose.explain(result, "j1", at=J0_END + 1).reason == "Running"
+
+
+def test_enqueue_rejected_by_queue_capability():
+    """Queue a's capability is 4 GPUs: proportion's realCapability refuses an 8-GPU PodGroup for ever."""
+    result = run(cluster=cluster(), queues=[{"name": "a", "capability": {GPU: 4}}], jobs=[job("big", 8)])
+    why = diagnose.explain(result, "big", at=100)
+    assert (why.reason, why.message) == ("QueueResourceQuotaInsufficient", "queue resource quota insufficient")
+    assert any("nvidia.com/gpu: 8 + 0 + 0 - 0 = 8 > 4" in line for line in why.details)
+    assert why.slurm_reason == "QOSGrpGRES"
+
+
+def test_closed_queue():
+    result = run(cluster=cluster(), queues=[{"name": "a", "state": "Closed"}], jobs=[job("j", 1)])
+    assert diagnose.explain(result, "j", at=10).reason == "QueueClosed"
+
+
+def test_waiting_for_the_next_session():
+    """Sessions every 10 s: a job submitted at 5 s is not enqueued before the session at 10 s."""
+    result = run(cluster=cluster(), queues=[{"name": "a"}], jobs=[job("j", 1, submit=5)],
+                 scheduler={"policy": "volcano-shipped", "schedulePeriod": 10})
+    assert diagnose.explain(result, "j", at=7).reason == "WaitingForSession"
+
+
+def test_queue_overused():
+    """a0 and b0 hold 4 GPUs and 1 pod each; a1 (4) is Inqueue. Water-filling 8 GPUs over requests
+    a = 8, b = 4 gives 4 each, and the node's 2 pods 1 each, so deserved <= allocated in every dimension
+    (Overused compares them all, pods included): allocate skips queue a."""
+    result = run(cluster=cluster(resources={**NODE, "pods": 2}), queues=[{"name": "a"}, {"name": "b"}],
+                 jobs=[job("a0", 4), job("b0", 4, queue="b"), job("a1", 4, submit=10)],
+                 scheduler=without_overcommit("volcano-shipped"))
+    why = diagnose.explain(result, "a1", at=100)
+    assert (why.reason, why.phase) == ("QueueOverused", "Inqueue")
+    assert "nvidia.com/gpu: deserved 4 <= allocated 4" in why.details
+
+
+def test_allocate_beyond_deserved():
+    """a0 holds 2, b0 holds 4, a1 wants 4: requests a = 6, b = 4 water-fill to 4 each; 2 + 4 > 4."""
+    result = run(cluster=cluster(), queues=[{"name": "a"}, {"name": "b"}],
+                 jobs=[job("a0", 2), job("b0", 4, queue="b"), job("a1", 4, submit=10)],
+                 scheduler=without_overcommit("volcano-shipped"))
+    why = diagnose.explain(result, "a1", at=100)
+    assert why.reason == "QueueDeservedExceeded"
+    assert "nvidia.com/gpu: allocated 2 + request 4 = 6 > deserved 4" in why.details
+
+
+def test_selector_and_resources_per_node():
+    """j needs the "infer" node, which blocker fills: one node is full, the other has the wrong labels."""
+    pools = [{"name": "train", "count": 1, "resources": NODE, "labels": {"pool": "train"}},
+             {"name": "infer", "count": 1, "resources": NODE, "labels": {"pool": "infer"}}]
+    on_infer = {"resources": {GPU: 8}, "nodeSelector": {"pool": "infer"}}
+    result = run(cluster={"pools": pools}, queues=[{"name": "a"}], scheduler=CONF_WITHOUT_PROPORTION,
+                 jobs=[{**job("blocker", 8), "tasks": [on_infer]}, {**job("j", 8, submit=10), "tasks": [on_infer]}])
+    why = diagnose.explain(result, "j", at=100)
+    assert why.reason == "Unschedulable"
+    assert why.message == ("0/2 nodes are available: 1 Insufficient nvidia.com/gpu, "
+                           "1 node(s) didn't match Pod's node affinity/selector.")
+
+
+def test_untolerated_taint_and_a_full_node():
+    pools = [{"name": "infer", "count": 1, "resources": NODE,
+              "taints": [{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}]},
+             {"name": "train", "count": 1, "resources": NODE}]
+    result = run(cluster={"pools": pools}, queues=[{"name": "a"}], scheduler=CONF_WITHOUT_PROPORTION,
+                 jobs=[job("blocker", 8), job("j", 8, submit=10)])
+    assert diagnose.explain(result, "j", at=100).message == (
+        "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint {dedicated: infer}.")
+
+
+def test_gang_that_fits_pod_by_pod_but_not_whole():
+    """A full node and an empty one: each 8-GPU pod of a 2-pod gang fits the empty node alone, never both."""
+    result = run(cluster=cluster(2), queues=[{"name": "a"}], scheduler=CONF_WITHOUT_PROPORTION,
+                 jobs=[job("blocker", 8), {**job("gang", 8, submit=10),
+                                           "tasks": [{"replicas": 2, "resources": {GPU: 8}}]}])
+    why = diagnose.explain(result, "gang", at=100)
+    assert why.reason == "NotEnoughResources"
+    assert why.message == ("2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; "
+                           "Pending: 2 Schedulable")
+
+
+def test_pipelined_while_victims_terminate():
+    """The reclaim evicts two pods of a at 2 h (grace 60 s); b0 is pipelined onto their node meanwhile."""
+    result = labkit.simulate(reclaim_scenario())
+    evicted = result.tasks.evicted.dropna().min()
+    why = diagnose.explain(result, "b0", at=evicted + 30)
+    assert why.reason == "Pipelined" and "waiting for Releasing pods" in why.message
+
+
+def test_resource_quota_admission():
+    """Namespace t's ResourceQuota allows 4 GPUs of requests; an 8-GPU pod would be refused."""
+    result = run(cluster=cluster(), tenants=[{"name": "t", "resourceQuota": {"hard": {"requests.nvidia.com/gpu": 4}}}],
+                 queues=[{"name": "a", "capability": {GPU: 4}}], jobs=[{**job("big", 8), "namespace": "t"}])
+    why = diagnose.explain(result, "t/big", at=100)
+    assert any('pods "big-worker-0" is forbidden: exceeded quota: t, requested: requests.nvidia.com/gpu=8, '
+               "used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=4" in d for d in why.details)
+
+
+def test_unknown_job(fragmentation):
+    with pytest.raises(KeyError):
+        diagnose.explain(fragmentation, "nope", at=0)
+
+
+# ------------------------------------------------------------------------------------ gang deadlock
+
+
+def half_placed_gangs() -> Result:
+    """Two 2-pod gangs (8 GPUs a pod) on 2 x 8 GPUs, each with one pod bound: a Result written by hand,
+    as a real cluster without gang scheduling would leave it (Volcano issue #3373)."""
+    scenario = spec.validate({"cluster": cluster(2), "queues": [{"name": "a"}],
+                              "jobs": [{**job(f"g{i}", 8), "tasks": [{"replicas": 2, "resources": {GPU: 8}}]}
+                                       for i in range(2)]})
+    jobs = pd.DataFrame([[f"g{i}", "default", "a", 0, 16.0, 0.0, 0.0, math.nan, math.nan, "Inqueue", 0, 0.0,
+                          math.nan, math.nan] for i in range(2)], columns=JOB_COLUMNS)
+    tasks = pd.DataFrame([[f"default/g{i}", "worker", 0, f"gpu-{i}", 0.0, math.nan, math.nan] for i in range(2)],
+                         columns=TASK_COLUMNS).assign(cpu=0.0, memory=0.0, pods=1.0, **{GPU: 8.0})
+    return Result(scenario=scenario, jobs=jobs, tasks=tasks, events=pd.DataFrame(columns=EVENT_COLUMNS),
+                  info={"horizon": 3600.0, "gpus": 16.0, "nodes": 2})
+
+
+def test_gang_deadlock_detected():
+    table = diagnose.gang_deadlocks(half_placed_gangs(), at=60)
+    assert table.job.tolist() == ["default/g0", "default/g1"]
+    assert table[["running", "min_available"]].values.tolist() == [[1, 2], [1, 2]]
+    assert not table.fits_now.any() and table.fits_if_others_release.all() and table.deadlocked.all()
+
+
+def test_no_deadlock_in_a_gang_scheduled_run(fragmentation):
+    assert diagnose.gang_deadlocks(fragmentation, at=100).empty
+
+
+# ------------------------------------------------------------------------------------ reports and views
+
+
+def test_starvation_report_explains_each_job():
+    result = labkit.simulate(one_node())
+    report = diagnose.starvation_report(result, threshold=600)
+    assert report.name.tolist() == ["j1"] and report.reason.tolist() == ["ClusterOverused"]
+
+
+def test_events_like_kubectl(fragmentation):
+    events = diagnose.get_events(fragmentation, "tp8")
+    assert events.columns.tolist() == ["TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    bound = events[events.REASON == "Scheduled"].iloc[0]
+    assert bound.OBJECT == "pod/tp8-worker-0"
+    assert bound.MESSAGE.startswith("Successfully assigned ml/tp8-worker-0 to gpu-")
+    assert len(diagnose.get_events(fragmentation)) == len(fragmentation.events)
+
+
+def test_describe_podgroup(fragmentation):
+    text = diagnose.describe_podgroup(fragmentation, "tp8", at=100)
+    assert "Min Member:           1" in text
+    assert "Min Resources:        cpu: 32, memory: 256Gi, nvidia.com/gpu: 8" in text
+    assert "Phase:    Inqueue" in text
+    assert "Message:  1/1 tasks in gang unschedulable" in text
+    assert text.index("Events:") < text.index("Enqueued")
+
+
+def test_age_like_kubectl():
+    assert [diagnose.age(s) for s in (45, 200, 7500, 3 * 86400 + 4 * 3600)] == ["45s", "3m20s", "2h5m", "3d4h"]
+    assert diagnose.age(np.inf) == "<unknown>"
+
+
+def test_snapshot_counts_releasing_pods_as_holding():
+    result = labkit.simulate(reclaim_scenario())
+    evicted = result.tasks.evicted.dropna().min()
+    held = metrics.holding(result, evicted + 30)
+    assert (held.status == "Releasing").sum() == 2
