@@ -39,10 +39,11 @@ def strip_solutions(source: str) -> str:
 
 
 def student_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The lab: solutions stripped, every output, execution count and saved widget state cleared, cell ids kept."""
+    """The lab: solutions stripped; outputs, execution counts and timings, saved widget state cleared; cell ids kept."""
     lab = nbformat.from_dict(nb)
     lab.metadata.pop("widgets", None)
     for cell in lab.cells:
+        cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
             cell.source = strip_solutions(cell.source)
             cell.outputs, cell.execution_count = [], None
