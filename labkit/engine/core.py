@@ -77,6 +77,7 @@ from .problem import (
     Action,
     Arg,
     Ext,
+    Family,
     Plugin,
     PodGroupPhase,
     Problem,
@@ -121,10 +122,10 @@ MUTABLE = (
     "present", "done", "phase", "created", "status", "node", "open_run", "pip_on", "pip_action",
     "run_start", "work_done", "lost_work", "enq_t", "start_t", "end_t", "evictions", "restarts", "version",
     "n_used", "n_rel", "n_pip", "n_zero", "j_cnt", "j_pbe", "pr_cnt", "pr_pbe", "j_alloc", "j_preq",
-    "live", "h_time", "h_key", "ev_time", "ev_int", "runs", "ints",
+    "q_use", "o_base", "live", "is_live", "h_time", "h_key", "ev_time", "ev_int", "runs", "ints",
     # one session's scratch
-    "s_phase", "s_unsched", "new_phase", "fit", "fit_start", "fit_len", "fit_pool", "pr_fail",
-    "pod_cnt", "pod_sum", "pod_zero", "d_alloc", "d_share",
+    "s_phase", "new_phase", "fit", "fit_tasks", "fit_start", "fit_len", "fit_pool", "pr_fail",
+    "pod_cnt", "pod_sum", "pod_zero", "d_alloc", "d_share", "d_mark",
     "a_has", "a_order", "a_met", "a_alloc", "a_req", "a_inq", "a_el", "a_des", "a_share", "o_idle", "o_inq",
     "q_seen", "q_off", "q_order", "qh", "jh", "jh_n", "jl", "jl_n", "th", "th_n",
     "l_tasks", "cand", "vic", "vtmp", "vh", "mark", "occ", "occ_mark", "rem", "rem_mark", "qrem", "qrem_mark",
@@ -140,6 +141,8 @@ CoreFields = namedtuple("CoreFields", STATIC + MUTABLE)
 def unsupported(problem: Problem) -> str | None:
     """What in this Problem the numba core does not simulate, or None."""
     policy = problem.policy
+    if policy.family != Family.VOLCANO:
+        return f"{Family(policy.family).name.lower()} policies (kube.py, slurm.py run on the reference engine)"
     kinds = [Plugin(k) for k in policy.plugin_kind]
     for kind in set(kinds):
         if kinds.count(kind) > 1:
@@ -288,14 +291,16 @@ def mutable_arrays(st: dict, scale: int) -> dict:
         "j_cnt": full((n_jobs, N_STATUS), 0, np.int32), "j_pbe": full(n_jobs, 0, i64),
         "pr_cnt": full((n_pairs, N_STATUS), 0, np.int32), "pr_pbe": full(n_pairs, 0, i64),
         "j_alloc": full((n_jobs, n_res), 0.0, f), "j_preq": full((n_jobs, n_res), 0.0, f),
-        "live": full(n_jobs, -1, i64), "h_time": full(heap, 0.0, f), "h_key": full((heap, 3), 0, i64),
+        "q_use": full((4, n_queues, n_res), 0.0, f), "o_base": full((2, n_res), 0.0, f),
+        "live": full(n_jobs, -1, i64), "is_live": full(n_jobs, False, b), "h_time": full(heap, 0.0, f), "h_key": full((heap, 3), 0, i64),
         "ev_time": full(events, 0.0, f), "ev_int": full((events, 7), 0, np.int32),
         "runs": full((runs, 5), np.nan, f), "ints": full(N_INTS, 0, i64),
-        "s_phase": full(n_jobs, 0, np.int8), "s_unsched": full(n_jobs, False, b), "new_phase": full(n_jobs, 0, np.int8),
-        "fit": full(n_tasks, False, b), "fit_start": full(n_tasks, 0, i64), "fit_len": full(n_tasks, 0, i64),
+        "s_phase": full(n_jobs, 0, np.int8), "new_phase": full(n_jobs, 0, np.int8),
+        "fit": full(n_tasks, False, b), "fit_tasks": full(n_tasks, 0, i64), "fit_start": full(n_tasks, 0, i64), "fit_len": full(n_tasks, 0, i64),
         "fit_pool": full(scale * (n_nodes + 64), 0, i64), "pr_fail": full(n_pairs, False, b),
         "pod_cnt": full(n_nodes, 0.0, f), "pod_sum": full((n_nodes, 3), 0.0, f), "pod_zero": full((n_nodes, 2), 0.0, f),
         "d_alloc": full((n_jobs, n_res), 0.0, f), "d_share": full(n_jobs, 0.0, f),
+        "d_mark": full(n_jobs, 0, i64),
         "a_has": full(n_queues, False, b), "a_order": full(n_queues, 0, i64), "a_met": full(n_queues, False, b),
         "a_alloc": full((2, n_queues, n_res), 0.0, f), "a_req": full((2, n_queues, n_res), 0.0, f),
         "a_inq": full((2, n_queues, n_res), 0.0, f), "a_el": full((2, n_queues, n_res), 0.0, f),

@@ -21,6 +21,8 @@ from .core_state import (
     MEMORY,
     MIN_RESOURCE,
     PENDING,
+    PH_INQUEUE,
+    PH_RUNNING,
     PIPELINED,
     PODS,
     RELEASING,
@@ -111,8 +113,7 @@ def dominant_share(allocated, total):
     for r in range(total.size):
         if total[r] >= MIN_RESOURCE:
             share = allocated[r] / total[r]
-            if share > best:
-                best = share
+            best = max(best, share)
     return best
 
 
@@ -187,6 +188,7 @@ def account(s, t, sign):
         add_row(s.n_pip[n], req, sign)
         return
     add_row(s.n_used[n], req, sign)
+    add_row(s.o_base[1], req, sign)
     if st == RELEASING:
         add_row(s.n_rel[n], req, sign)
     if req[CPU] <= 0:
@@ -196,15 +198,42 @@ def account(s, t, sign):
 
 
 @njit(cache=True)
+def contribute(s, j, sign):
+    """Add (remove) live job ``j``'s usage to what session open reads from the live jobs:
+    its queue's allocated, request, inqueue and elastic (proportion and capacity
+    ``_queue_usage``) and overcommit's inqueue, all from the clock's phase."""
+    q, has, phase = s.j_queue[j], s.j_has_minres[j], s.phase[j]
+    running = phase == PH_RUNNING and allocated_tasks(s, j) >= s.j_min[j]
+    inqueue = has and (phase == PH_INQUEUE or running)
+    use, base = s.q_use, s.o_base
+    for r in range(s.j_alloc.shape[1]):
+        alloc, minres = s.j_alloc[j, r], s.j_minres[j, r]
+        use[0, q, r] += sign * alloc
+        use[1, q, r] += sign * (alloc + s.j_preq[j, r])
+        if inqueue and minres > 0:
+            use[2, q, r] += sign * max(minres - alloc, 0.0)
+        use[3, q, r] += sign * max(alloc - (minres if has else 0.0), 0.0)
+        if has and phase == PH_INQUEUE:
+            base[0, r] += sign * minres
+        elif has and running and minres > 0:
+            base[0, r] += sign * max(minres - alloc, 0.0)
+
+
+@njit(cache=True)
 def set_status(s, t, status, node):
     """Move task ``t`` to ``status`` on ``node`` (-1 = none), keeping the bookkeeping in step."""
-    counted = s.created[s.t_job[t]]
+    j = s.t_job[t]
+    counted, live = s.created[j], s.is_live[j]
+    if live:
+        contribute(s, j, -1)
     if counted:
         account(s, t, -1)
     s.status[t] = status
     s.node[t] = node
     if counted:
         account(s, t, 1)
+    if live:
+        contribute(s, j, 1)
 
 
 @njit(cache=True)
@@ -212,6 +241,8 @@ def set_created(s, j, created):
     """The vcjob controller creates (or deletes) the job's pods: they enter (leave) the books."""
     if s.created[j] == created:
         return
+    if s.is_live[j]:
+        contribute(s, j, -1)
     if not created:
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             account(s, t, -1)
@@ -219,6 +250,29 @@ def set_created(s, j, created):
     if created:
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             account(s, t, 1)
+    if s.is_live[j]:
+        contribute(s, j, 1)
+
+
+@njit(cache=True)
+def set_job_phase(s, j, phase):
+    """The clock's PodGroup phase, with the live usage it feeds kept in step."""
+    if s.is_live[j]:
+        contribute(s, j, -1)
+    s.phase[j] = phase
+    if s.is_live[j]:
+        contribute(s, j, 1)
+
+
+@njit(cache=True)
+def set_live(s, j, live):
+    """The job enters (leaves) the session snapshot: present and not done, or still releasing."""
+    if live:
+        s.is_live[j] = True
+        contribute(s, j, 1)
+    else:
+        contribute(s, j, -1)
+        s.is_live[j] = False
 
 
 # -------------------------------------------------------------------------------- job counters

@@ -29,6 +29,7 @@ from .core_plugins import (
     HEAP_TASK,
     HEAP_VICTIM,
     allocatable,
+    drf_touch,
     fire,
     heap_pop,
     heap_push,
@@ -63,9 +64,11 @@ from .core_state import (
     H_PREEMPTABLE,
     H_RECLAIMABLE,
     I_ACTION,
+    I_ATTRS,
     I_BINDS,
     I_EVICTS,
     I_FIT_POOL,
+    I_FIT_TASKS,
     I_LIVE,
     I_NEXT_NODE,
     I_OVERFLOW,
@@ -116,6 +119,7 @@ def push_op(s, kind, t, ref):
 @njit(cache=True)
 def place(s, t, n, status):
     """Session._place: the task goes Allocated or Pipelined on ``n``; its Allocate event fires."""
+    drf_touch(s, s.t_job[t])
     set_status(s, t, status, n)
     fire(s, t, n, 1)
 
@@ -124,6 +128,7 @@ def place(s, t, n, status):
 def unplace(s, t):
     """Session._unplace: back to Pending, off its node; its Deallocate event fires."""
     n = s.node[t]
+    drf_touch(s, s.t_job[t])
     set_status(s, t, PENDING, -1)
     fire(s, t, n, -1)
 
@@ -131,6 +136,7 @@ def unplace(s, t):
 @njit(cache=True)
 def evict(s, t, ref):
     """Statement.Evict: the task is Releasing on its node (``ref``: the task it makes room for)."""
+    drf_touch(s, s.t_job[t])
     set_status(s, t, RELEASING, s.node[t])
     fire(s, t, s.node[t], -1)
     push_op(s, OP_EVICT, t, ref)
@@ -168,7 +174,7 @@ def discard(s, start):
     for k in range(s.ints[I_TOP] - 1, start - 1, -1):
         t = s.ops[k, 1]
         if s.ops[k, 0] == OP_EVICT:
-            set_status(s, t, RUNNING, s.node[t])
+            set_status(s, t, RUNNING, s.node[t])  # drf was touched by the eviction
             fire(s, t, s.node[t], 1)
         else:
             unplace(s, t)
@@ -269,6 +275,9 @@ def scan(s, t, mode, nodes, nn, cache_row):
 def record_fit_error(s, t, with_nodes):
     """NodesFitErrors[task]: the task found no node; with ``with_nodes`` the unresolvable
     nodes of the last scan are kept for preempt and reclaim to skip."""
+    if not s.fit[t]:
+        s.fit_tasks[s.ints[I_FIT_TASKS]] = t
+        s.ints[I_FIT_TASKS] += 1
     s.fit[t] = True
     s.pr_fail[s.t_pair[t]] = True
     count = s.ints[I_UNRESOLVABLE] if with_nodes else 0
@@ -334,29 +343,32 @@ def is_pending(phase):
 
 @njit(cache=True)
 def open_session(s):
-    """OpenSession on the live jobs: session phases, cleared fit errors, the nodes' pod view,
-    per-queue room in the job heaps, then the plugins' state."""
+    """OpenSession on the live jobs: session phases, the queues with jobs in order of their first
+    job, room per queue in the job heaps, the nodes' pod view, then the plugins' state."""
     live, n_live = s.live, s.ints[I_LIVE]
     s.q_off[:] = 0
+    s.a_has[:] = False
+    n_queues = 0
     for i in range(n_live):
         j = live[i]
+        q = s.j_queue[j]
         s.s_phase[j] = s.phase[j]
-        s.s_unsched[j] = False
-        s.q_off[s.j_queue[j] + 1] += 1
-        for p in range(s.j_pair[j], s.j_pair[j + 1]):
-            s.pr_fail[p] = False
-        for t in range(s.j_lo[j], s.j_lo[j + 1]):
-            s.fit[t] = False
+        s.q_off[q + 1] += 1
+        if not s.a_has[q]:
+            s.a_has[q] = True
+            s.a_order[n_queues] = q
+            n_queues += 1
+    s.ints[I_ATTRS] = n_queues
     for q in range(s.q_off.size - 1):
         s.q_off[q + 1] += s.q_off[q]
     gpu = s.gpu
     for n in range(s.n_used.shape[0]):
-        used = s.n_used[n]
-        s.pod_cnt[n] = used[2]
-        s.pod_sum[n, 0], s.pod_sum[n, 1] = used[0], used[1]
-        s.pod_sum[n, 2] = used[gpu] if gpu >= 0 else 0.0
+        s.pod_cnt[n] = s.n_used[n, 2]
+        s.pod_sum[n, 0], s.pod_sum[n, 1] = s.n_used[n, 0], s.n_used[n, 1]
+        s.pod_sum[n, 2] = s.n_used[n, gpu] if gpu >= 0 else 0.0
         s.pod_zero[n, 0], s.pod_zero[n, 1] = s.n_zero[n, 0], s.n_zero[n, 1]
     s.ints[I_FIT_POOL] = 0
+    s.ints[I_FIT_TASKS] = 0
     s.ints[I_TOP] = 0
     s.ints[I_BINDS] = 0
     s.ints[I_EVICTS] = 0
@@ -373,10 +385,10 @@ def releasing_suffices(s, j):
 
 
 @njit(cache=True)
-def podgroup_phase(s, j):
+def podgroup_phase(s, j, unschedulable):
     """getPodGroupPhase at session close."""
     c = s.j_cnt[j]
-    if c[RUNNING] > 0 and s.s_unsched[j]:
+    if c[RUNNING] > 0 and unschedulable:
         return PH_UNKNOWN
     done = scheduled(s, j)
     if done >= s.j_min[j]:
@@ -389,17 +401,14 @@ def close_session(s):
     """CloseSession: gang marks unready jobs unschedulable, PodGroup phases into
     ``s.new_phase``, pipelined pods into ``s.pipelined`` (returns their count); then every
     tentative placement goes back to Pending and committed evictions back to Running (the
-    clock applies binds and evictions itself)."""
+    clock applies binds and evictions itself), and the session's fit errors are forgotten."""
     live, n_live = s.live, s.ints[I_LIVE]
-    if s.of_kind[GANG] >= 0:
-        for i in range(n_live):
-            j = live[i]
-            if n_tasks(s, j) > 0 and not is_ready(s, j) and not releasing_suffices(s, j):
-                s.s_unsched[j] = True
+    gang = s.of_kind[GANG] >= 0
     n_pipelined = 0
     for i in range(n_live):
         j = live[i]
-        s.new_phase[j] = podgroup_phase(s, j)
+        unschedulable = gang and n_tasks(s, j) > 0 and not is_ready(s, j) and not releasing_suffices(s, j)
+        s.new_phase[j] = podgroup_phase(s, j, unschedulable)
         if s.j_cnt[j, PIPELINED] + s.j_cnt[j, ALLOCATED] + s.j_cnt[j, BINDING] == 0:
             continue
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
@@ -416,6 +425,10 @@ def close_session(s):
     for k in range(s.ints[I_EVICTS]):
         t = s.evicts[k, 0]
         set_status(s, t, RUNNING, s.node[t])
+    for k in range(s.ints[I_FIT_TASKS]):
+        t = s.fit_tasks[k]
+        s.fit[t] = False
+        s.pr_fail[s.t_pair[t]] = False
     return n_pipelined
 
 
@@ -520,10 +533,7 @@ def allocate(s, now):
             if s.has_enqueue:
                 continue
             s.s_phase[j] = PH_INQUEUE
-        if not job_valid(s, j):
-            continue
-        c = s.j_cnt[j]
-        if c[PENDING] - s.j_pbe[j] == 0:
+        if s.j_cnt[j, PENDING] - s.j_pbe[j] == 0 or not job_valid(s, j):
             continue
         q = s.j_queue[j]
         if first_sight(s, q):
@@ -596,10 +606,7 @@ def backfill(s, now):
     start_action(s, BACKFILL)
     for i in range(s.ints[I_LIVE]):
         j = s.live[i]
-        if is_pending(s.s_phase[j]) or not job_valid(s, j):
-            continue
-        c = s.j_cnt[j]
-        if s.j_pbe[j] == 0 and c[PIPELINED] == 0:
+        if (s.j_pbe[j] == 0 and s.j_cnt[j, PIPELINED] == 0) or is_pending(s.s_phase[j]) or not job_valid(s, j):
             continue
         s.th_n[j] = 0
         if s.j_pbe[j] > 0:

@@ -14,7 +14,7 @@ import math
 
 from numba import njit
 
-from .core_account import set_created, set_status
+from .core_account import set_created, set_job_phase, set_live, set_status
 from .core_actions import run_session
 from .core_state import (
     ALLOCATE,
@@ -62,7 +62,8 @@ from .core_state import (
     RELEASING,
     RUNNING,
     SUCCEEDED,
-    struct_of,
+    state_free,
+    state_new,
 )
 
 # -------------------------------------------------------------------------------- records
@@ -160,10 +161,12 @@ def live_insert(s, j):
         i -= 1
     s.live[i] = j
     s.ints[I_LIVE] = n + 1
+    set_live(s, j, True)
 
 
 @njit(cache=True)
 def live_remove(s, j):
+    set_live(s, j, False)
     n = s.ints[I_LIVE]
     i = 0
     while s.live[i] != j:
@@ -191,7 +194,7 @@ def set_phase(s, now, j, phase):
     old = s.phase[j]
     if phase == old:
         return False
-    s.phase[j] = phase
+    set_job_phase(s, j, phase)
     if old == PH_PENDING:
         set_created(s, j, True)
         if math.isnan(s.enq_t[j]):
@@ -249,7 +252,7 @@ def finish(s, now, j):
         close_run(s, t, now)
         set_status(s, t, SUCCEEDED, s.node[t])
     s.done[j] = True
-    s.phase[j] = PH_COMPLETED
+    set_job_phase(s, j, PH_COMPLETED)
     s.end_t[j] = now
     s.work_done[j] = s.j_work[j]
     log(s, now, EV_COMPLETED, j, -1, -1, MSG_NONE, 0, 0)
@@ -320,7 +323,7 @@ def released(s, now, t):
     if not math.isnan(s.run_start[j]) or count_status(s, j, RELEASING) > 0:
         return
     set_created(s, j, False)
-    s.phase[j] = PH_PENDING
+    set_job_phase(s, j, PH_PENDING)
 
 
 @njit(cache=True)
@@ -387,7 +390,7 @@ def session_once(s, now):
 def run(fields):
     """The whole run of a compiled scenario (Simulation.run): events in time order, sessions on
     the grid one period after the last, until nothing is left to do or the horizon."""
-    s = struct_of(fields)
+    s = state_new(fields)
     for j in range(s.j_submit.size):
         push_event(s, s.j_submit[j], ARRIVAL, j, 0)
     period, horizon = s.period, s.horizon
@@ -406,3 +409,4 @@ def run(fields):
         else:
             now = last_session = t_session
             dirty = session_once(s, now)
+    state_free(s)

@@ -20,7 +20,6 @@ from .core_account import (
     ROLE_READY,
     ROLE_VALID,
     add_row,
-    allocated_tasks,
     copy_row,
     dominant_share,
     greater_partly_on_relevant,
@@ -30,7 +29,6 @@ from .core_account import (
     is_ready,
     is_starving,
     less_equal,
-    less_equal_on_requested,
     less_equal_partly_zero_filtered,
     n_tasks,
     ready,
@@ -71,14 +69,12 @@ from .core_state import (
     H_QUEUE_ORDER,
     H_TASK_ORDER,
     I_ATTRS,
-    I_LIVE,
+    I_SESSIONS,
     I_STAMP,
     MEMORY,
     MIN_RESOURCE,
     OVERCOMMIT,
     PERMIT,
-    PH_INQUEUE,
-    PH_RUNNING,
     PIPELINED,
     PODS,
     PRIORITY,
@@ -138,6 +134,8 @@ def job_compare(s, a, b):
             if ra != rb:
                 return 1 if ra else -1
         elif kind == DRF:
+            drf_touch(s, a)
+            drf_touch(s, b)
             sa, sb = s.d_share[a], s.d_share[b]
             if sa != sb:
                 return -1 if sa < sb else 1
@@ -479,6 +477,7 @@ def plugin_victims(s, e, preemptor, cand, nc):
                 count += 1
     elif kind == DRF:
         mine = s.vec[6]
+        drf_touch(s, pj)
         copy_row(mine, s.d_alloc[pj])
         add_row(mine, s.t_req[preemptor], 1)
         ls = dominant_share(mine, s.total)
@@ -488,6 +487,7 @@ def plugin_victims(s, e, preemptor, cand, nc):
             j = s.t_job[t]
             if s.rem_mark[j] != stamp:
                 s.rem_mark[j] = stamp
+                drf_touch(s, j)
                 copy_row(s.rem[j], s.d_alloc[j])
             add_row(s.rem[j], s.t_req[t], -1)
             rs = dominant_share(s.rem[j], s.total)
@@ -719,7 +719,7 @@ def fire(s, t, n, sign):
         if req[MEMORY] <= 0:
             s.pod_zero[n, 1] += sign
     j = s.t_job[t]
-    if s.of_kind[DRF] >= 0:
+    if s.of_kind[DRF] >= 0:  # drf_touch(s, j) ran before the status change
         add_row(s.d_alloc[j], req, sign)
         s.d_share[j] = dominant_share(s.d_alloc[j], s.total)
     q = s.j_queue[j]
@@ -734,19 +734,13 @@ def fire(s, t, n, sign):
 
 
 @njit(cache=True)
-def queue_usage(s, slot, q, j):
-    """A job's allocated, request, inqueue and elastic, added to its queue (_queue_usage)."""
-    alloc, minres = s.j_alloc[j], s.j_minres[j]
-    add_row(s.a_alloc[slot, q], alloc, 1)
-    add_row(s.a_req[slot, q], alloc, 1)
-    add_row(s.a_req[slot, q], s.j_preq[j], 1)
-    has = s.j_has_minres[j]
-    phase = s.s_phase[j]
-    inq = has and (phase == PH_INQUEUE or (phase == PH_RUNNING and allocated_tasks(s, j) >= s.j_min[j]))
-    for r in range(alloc.size):
-        if inq and minres[r] > 0:
-            s.a_inq[slot, q, r] += max(minres[r] - alloc[r], 0.0)
-        s.a_el[slot, q, r] += max(alloc[r] - (minres[r] if has else 0.0), 0.0)
+def drf_touch(s, j):
+    """drf's allocated and share of job ``j`` in this session, set from the job at first use."""
+    if s.of_kind[DRF] < 0 or s.d_mark[j] == s.ints[I_SESSIONS]:
+        return
+    s.d_mark[j] = s.ints[I_SESSIONS]
+    copy_row(s.d_alloc[j], s.j_alloc[j])
+    s.d_share[j] = dominant_share(s.d_alloc[j], s.total)
 
 
 @njit(cache=True)
@@ -797,37 +791,23 @@ def water_fill(s):
 
 @njit(cache=True)
 def open_plugins(s):
-    """The plugins' OnSessionOpen state: drf shares, proportion (water-filled deserved) and
-    capacity (spec deserved) queue attributes for the queues with jobs, overcommit's room."""
-    live, n_live = s.live, s.ints[I_LIVE]
-    if s.of_kind[DRF] >= 0:
-        for i in range(n_live):
-            j = live[i]
-            copy_row(s.d_alloc[j], s.j_alloc[j])
-            s.d_share[j] = dominant_share(s.d_alloc[j], s.total)
-    s.a_has[:] = False
-    na = 0
-    for i in range(n_live if s.of_kind[PROPORTION] >= 0 or s.of_kind[CAPACITY] >= 0 else 0):
-        j = live[i]
-        q = s.j_queue[j]
-        if not s.a_has[q]:
-            s.a_has[q] = True
-            s.a_order[na] = q
-            na += 1
-            for slot in range(2):
-                zero_row(s.a_alloc[slot, q])
-                zero_row(s.a_req[slot, q])
-                zero_row(s.a_inq[slot, q])
-                zero_row(s.a_el[slot, q])
-                zero_row(s.a_des[slot, q])
-                s.a_share[slot, q] = 0.0
+    """The plugins' OnSessionOpen state for the queues with live jobs (``s.a_order``):
+    proportion's water-filled deserved and capacity's spec deserved over the usage the clock
+    keeps in ``s.q_use``, and overcommit's room; drf's shares are set lazily (drf_touch)."""
+    for k in range(s.ints[I_ATTRS]):
+        q = s.a_order[k]
         for slot in range(2):
-            queue_usage(s, slot, q, j)
-    s.ints[I_ATTRS] = na
+            for r in range(s.total.size):
+                s.a_alloc[slot, q, r] = s.q_use[0, q, r]
+                s.a_req[slot, q, r] = s.q_use[1, q, r]
+                s.a_inq[slot, q, r] = s.q_use[2, q, r]
+                s.a_el[slot, q, r] = s.q_use[3, q, r]
+                s.a_des[slot, q, r] = 0.0
+            s.a_share[slot, q] = 0.0
     if s.of_kind[PROPORTION] >= 0:
         water_fill(s)
     if s.of_kind[CAPACITY] >= 0:
-        for k in range(na):
+        for k in range(s.ints[I_ATTRS]):
             q = s.a_order[k]
             des = s.a_des[SLOT_CAPACITY, q]
             for r in range(des.size):
@@ -835,21 +815,7 @@ def open_plugins(s):
             s.a_share[SLOT_CAPACITY, q] = capacity_share(s, q)
     e = s.of_kind[OVERCOMMIT]
     if e >= 0:
-        used = s.vec[5]
-        zero_row(used)
-        for n in range(s.n_used.shape[0]):
-            add_row(used, s.n_used[n], 1)
         factor = s.p_arg[e, A_OVERCOMMIT_FACTOR]
-        for r in range(used.size):
-            s.o_idle[r] = s.total[r] * factor - used[r]
-        zero_row(s.o_inq)
-        for i in range(n_live):
-            j = live[i]
-            if not s.j_has_minres[j]:
-                continue
-            if s.s_phase[j] == PH_INQUEUE:
-                add_row(s.o_inq, s.j_minres[j], 1)
-            elif s.s_phase[j] == PH_RUNNING and allocated_tasks(s, j) >= s.j_min[j]:
-                for r in range(used.size):
-                    if s.j_minres[j, r] > 0:
-                        s.o_inq[r] += max(s.j_minres[j, r] - s.j_alloc[j, r], 0.0)
+        for r in range(s.total.size):
+            s.o_idle[r] = s.total[r] * factor - s.o_base[1, r]
+            s.o_inq[r] = s.o_base[0, r]

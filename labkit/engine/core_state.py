@@ -1,8 +1,8 @@
 """The numba core's state: one mutable struct of plain arrays, and the codes its arrays hold.
 
-Every jitted function of the core takes that struct, ``s``: a numba StructRef whose fields are
-the arrays built by :func:`labkit.engine.core.core_fields` (the Problem and Compiled arrays, the
-clock's arrays and the session's scratch arrays). A StructRef is passed as one pointer, so calls
+Every jitted function of the core takes that struct, ``s``: a :class:`CoreState` whose fields
+are the arrays the driver builds (the Problem and Compiled arrays, the clock's arrays and the
+session's scratch arrays), read as ``s.j_queue[j]``. It is passed as one pointer, so calls
 between jitted functions stay cheap however many arrays the run needs.
 
 The integer codes are Volcano's (TaskStatus, PodGroupPhase, actions, plugins, extension
@@ -11,11 +11,11 @@ points) as plain ints, which numba folds into constants.
 
 from __future__ import annotations
 
+from llvmlite import ir
 from numba import types
-from numba.core import cgutils
-from numba.experimental import structref
-from numba.experimental.jitclass.base import imp_dtor
-from numba.extending import intrinsic
+from numba.core import cgutils, imputils
+from numba.core.typing.templates import AttributeTemplate
+from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
 
 from .problem import CPU, MEMORY, MIN_RESOURCE, PODS, Action, Arg, Plugin, PodGroupPhase, TaskStatus
 
@@ -83,38 +83,81 @@ EI_KIND, EI_JOB, EI_TASK, EI_NODE, EI_MSG, EI_A, EI_B = range(7)
 
 # Scalar slots of ``s.ints``
 (I_SESSIONS, I_EVENTS, I_RUNS, I_HEAP, I_LIVE, I_OVERFLOW, I_NEXT_NODE, I_TOP, I_BINDS, I_EVICTS,
- I_STAMP, I_VICTIM_QUEUE, I_QUEUE_HEAP, I_ATTRS, I_UNRESOLVABLE, I_SCAN, I_FIT_POOL, I_ACTION) = range(18)
-N_INTS = 18
+ I_STAMP, I_QUEUE_HEAP, I_ATTRS, I_UNRESOLVABLE, I_FIT_POOL, I_FIT_TASKS, I_ACTION) = range(17)
+N_INTS = 17
 
 
-@structref.register
-class CoreState(types.StructRef):
-    """The numba type of the core's state struct."""
+class CoreState(types.Type):
+    """The numba type of the state: a borrowed pointer to a struct of the run's arrays.
 
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+    Nothing is reference counted through it: the struct is freed by :func:`state_free` at the
+    end of the run, and its arrays are views without a meminfo of the arrays the driver keeps
+    alive for the duration of the call. Calls between jitted functions then cost no atomic
+    reference-count traffic, which would otherwise dominate a session.
+    """
+
+    def __init__(self, fields):
+        self.fields = tuple((name, types.unliteral(typ)) for name, typ in fields)
+        self.field_index = {name: i for i, (name, _) in enumerate(self.fields)}
+        super().__init__(name="CoreState(" + ", ".join(f"{n}: {t}" for n, t in self.fields) + ")")
+
+
+@register_model(CoreState)
+class CoreStateModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        members = [dmm.lookup(typ).get_data_type() for _, typ in fe_type.fields]
+        super().__init__(dmm, fe_type, ir.PointerType(ir.LiteralStructType(members)))
+
+
+@infer_getattr
+class CoreStateAttribute(AttributeTemplate):
+    key = CoreState
+
+    def generic_resolve(self, typ, attr):
+        if attr in typ.field_index:
+            return typ.fields[typ.field_index[attr]][1]
+        return None
+
+
+@lower_getattr_generic(CoreState)
+def _core_state_getattr(context, builder, typ, value, attr):
+    i = typ.field_index[attr]
+    field_type = typ.fields[i][1]
+    pointer = cgutils.gep_inbounds(builder, value, 0, i)
+    field = context.data_model_manager[field_type].load_from_data_pointer(builder, pointer)
+    return imputils.impl_ret_borrowed(context, builder, field_type, field)
 
 
 @intrinsic
-def struct_of(typingctx, fields):
+def state_new(typingctx, fields):
     """A :class:`CoreState` holding the members of the named tuple ``fields`` (jit code only)."""
-    inst_type = CoreState(list(zip(fields.fields, fields.types)))
+    state_type = CoreState(list(zip(fields.fields, fields.types)))
 
     def codegen(context, builder, sig, args):
         [tup] = args
-        alloc_type = context.data_model_manager[inst_type.get_data_type()].get_value_type()
-        meminfo = context.nrt.meminfo_alloc_dtor(
-            builder, context.get_constant(types.uintp, context.get_abi_sizeof(alloc_type)),
-            imp_dtor(context, builder.module, inst_type))
-        pointer = builder.bitcast(context.nrt.meminfo_data(builder, meminfo), alloc_type.as_pointer())
-        builder.store(cgutils.get_null_value(alloc_type), pointer)
-        data = cgutils.create_struct_proxy(inst_type.get_data_type())(context, builder, ref=pointer)
-        for i, (name, typ) in enumerate(zip(fields.fields, fields.types)):
-            value = builder.extract_value(tup, i)
-            context.nrt.incref(builder, typ, value)
-            setattr(data, name, value)
-        inst = context.make_helper(builder, inst_type)
-        inst.meminfo = meminfo
-        return inst._getvalue()
+        pointer_type = context.data_model_manager[state_type].get_value_type()
+        size = context.get_constant(types.uintp, context.get_abi_sizeof(pointer_type.pointee))
+        pointer = builder.bitcast(context.nrt.allocate(builder, size), pointer_type)
+        for i, typ in enumerate(fields.types):
+            member = builder.extract_value(tup, i)
+            if isinstance(typ, types.Array):
+                view = context.make_array(typ)(context, builder, value=member)
+                view.meminfo = cgutils.get_null_value(view.meminfo.type)
+                view.parent = cgutils.get_null_value(view.parent.type)
+                member = view._getvalue()
+            data = context.data_model_manager[typ].as_data(builder, member)
+            builder.store(data, cgutils.gep_inbounds(builder, pointer, 0, i))
+        return pointer
 
-    return inst_type(fields), codegen
+    return state_type(fields), codegen
+
+
+@intrinsic
+def state_free(typingctx, state):
+    """Release the struct :func:`state_new` allocated (its arrays belong to the caller)."""
+
+    def codegen(context, builder, sig, args):
+        context.nrt.free(builder, builder.bitcast(args[0], cgutils.voidptr_t))
+        return context.get_dummy_value()
+
+    return types.none(state), codegen
