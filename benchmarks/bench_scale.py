@@ -64,6 +64,16 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def peak_rss_of(pid: int) -> float | None:
+    """Peak RSS in MB of a running process (Linux /proc VmHWM), for a case killed at its timeout."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    kib = [int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")]
+    return kib[0] / 1024.0 if kib else None
+
+
 def verdict(met: bool) -> str:
     return "ok" if met else "MISSED"
 
@@ -169,7 +179,11 @@ def child(case: str, engine: str, quick: bool) -> None:
 def report(fig: dict, quick: bool) -> list[str]:
     """The figure lines of one case, targets included."""
     if "error" in fig:
-        return [f"{fig['case']}: {fig['error']}", target_line("run", "did not finish", "finishes", False)]
+        lines = [f"{fig['case']}: {fig['error']}", target_line("run", "did not finish", "finishes", False)]
+        if fig.get("rss_mb") is not None:
+            lines.append(target_line("peak RSS", f"{fig['rss_mb']:,.0f} MB when killed", "< 2,048 MB",
+                                     fig["rss_mb"] < 2048))
+        return lines
     rate, jobs_rate = fig["events"] / fig["wall_s"], fig["jobs"] / fig["wall_s"]
     head = (f"{fig['case']} [engine={fig['engine']}]: {fig['jobs']:,} jobs ({fig['completed']:,} completed), "
             f"{fig['events']:,} events in {fig['wall_s']:.2f} s (scenario built in {fig['build_s']:.2f} s, "
@@ -196,9 +210,10 @@ def run_case(case: str, engine: str, quick: bool, timeout: float) -> dict:
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        rss = peak_rss_of(proc.pid)
         proc.kill()
         proc.communicate()
-        return {"case": case, "error": f"killed after the {timeout:g} s timeout"}
+        return {"case": case, "error": f"killed after the {timeout:g} s timeout", "rss_mb": rss}
     except KeyboardInterrupt:
         proc.kill()
         proc.communicate()
