@@ -372,10 +372,10 @@ def gang_deadlocks(result: Result, at: float) -> pd.DataFrame:
 
 def _first_fit(p, tasks: list[int], free: pd.DataFrame) -> bool:
     """Place `tasks` largest first, each on the first node it fits (requests, selector and taints)."""
-    units = np.array([metrics._UNIT.get(name, 1000.0) for name in p.resource_names])
+    scale = metrics.units(p)
     room = free.loc[list(p.node_names), list(p.resource_names)].to_numpy(float).copy()
     for t in sorted(tasks, key=lambda t: -p.task_request[t].sum()):
-        request = p.task_request[t] / units
+        request = p.task_request[t] / scale
         ok = np.flatnonzero(p.class_node_ok[p.task_class[t]] & (request <= room + 1e-9).all(axis=1))
         if not len(ok):
             return False

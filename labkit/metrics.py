@@ -35,6 +35,11 @@ _UNIT = {"memory": 1.0, "pods": 1.0}
 """Problem units per scenario unit: cpu and extended resources are milli in the Problem."""
 
 
+def units(problem: Problem) -> np.ndarray:
+    """Problem units per scenario unit for each of the problem's resources (divide to get scenario units)."""
+    return np.array([_UNIT.get(name, 1000.0) for name in problem.resource_names])
+
+
 # ------------------------------------------------------------------------------------ the window
 
 
@@ -316,16 +321,15 @@ def snapshot(result: Result, at: float) -> Snapshot:
 
 def to_units(problem: Problem, vector: np.ndarray) -> dict[str, float]:
     """A Problem resource vector in scenario units, by resource name (pods left out)."""
-    return {name: float(vector[r]) / _UNIT.get(name, 1000.0)
-            for r, name in enumerate(problem.resource_names) if r != PODS}
+    scaled = vector / units(problem)
+    return {name: float(scaled[r]) for r, name in enumerate(problem.resource_names) if r != PODS}
 
 
 def node_free(result: Result, at: float) -> pd.DataFrame:
     """free(n) = allocatable(n) - requests of the pods holding n at `at` (Releasing pods still hold), one row per node."""
     compiled = compiled_of(result)
     p = compiled.problem
-    units = np.array([_UNIT.get(name, 1000.0) for name in p.resource_names])
-    alloc = pd.DataFrame(p.node_allocatable / units, index=list(p.node_names), columns=list(p.resource_names))
+    alloc = pd.DataFrame(p.node_allocatable / units(p), index=list(p.node_names), columns=list(p.resource_names))
     held = holding(result, at)
     used = held.groupby("node")[[c for c in p.resource_names if c in held]].sum()
     return alloc.sub(used.reindex(alloc.index).reindex(columns=alloc.columns).fillna(0.0))
@@ -415,8 +419,7 @@ def _shapes(compiled: Compiled, tasks: np.ndarray) -> pd.DataFrame:
 def _fits(compiled: Compiled, shapes: pd.DataFrame, free: pd.DataFrame) -> np.ndarray:
     """(shapes x nodes) bool: the shape's request fits the node's free resources and its selector/taints."""
     p = compiled.problem
-    units = np.array([_UNIT.get(name, 1000.0) for name in p.resource_names])
-    request = shapes[list(p.resource_names)].to_numpy(float) / units
+    request = shapes[list(p.resource_names)].to_numpy(float) / units(p)
     room = free[list(p.resource_names)].to_numpy(float)
     fits = (request[:, None, :] <= room[None, :, :] + 1e-9).all(axis=2)
     return fits & p.class_node_ok[shapes["class"].to_numpy(np.int64)]
