@@ -185,7 +185,7 @@ def _dims(ssn: Session, mask: np.ndarray, *vectors: np.ndarray):
 
 
 def _overcommit_room(ssn: Session, info: JobInfo, entry) -> str:
-    """The numbers overcommit compares: inqueue minResources + this job's > total x factor - used (GPU or the first short dim)."""
+    """The numbers overcommit compares, on the dims where the job does not fit: inqueue + minResources > total x factor - used."""
     factor = float(entry.args[Arg.OVERCOMMIT_FACTOR])
     factor = factor if factor >= 1.0 else ARG_DEFAULTS[Arg.OVERCOMMIT_FACTOR]  # NaN (not given) included
     used = sum((n.used for n in ssn.nodes), np.zeros(ssn.problem.n_resources))
@@ -201,11 +201,10 @@ def _overcommit_room(ssn: Session, info: JobInfo, entry) -> str:
 def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: QueueInfo, quota: list[str]) -> Explanation:
     """An Inqueue PodGroup with Pending pods: queue checks, then the node predicates, then the gang."""
     pending = info.with_status(TaskStatus.PENDING)
-    deserved = metrics.deserved(ssn).get(queue.index)
-    if ssn.overused(queue) and deserved is not None:
-        attr_alloc = _queue_allocated(ssn, queue)
+    attr = metrics.queue_attrs(ssn).get(queue.index)
+    if ssn.overused(queue) and attr is not None:
         lines = [f"{res}: deserved {d:g} <= allocated {a:g}" for res, d, a in _dims(
-            ssn, np.ones_like(deserved), deserved, attr_alloc)]
+            ssn, attr.deserved + attr.allocated, attr.deserved, attr.allocated)]
         return Explanation(key, at, phase, "QueueOverused", f'queue "{queue.name}" is overused: allocate skips it',
                            [*lines, *quota], _gang_message(info))
     for task in _one_per_role(pending):
@@ -246,11 +245,6 @@ def _one_per_role(tasks: list[TaskInfo]) -> list[TaskInfo]:
     for t in tasks:
         seen.setdefault(t.role, t)
     return list(seen.values())
-
-
-def _queue_allocated(ssn: Session, queue: QueueInfo) -> np.ndarray:
-    return sum((t.request for j in ssn.jobs if j.queue == queue.index for t in j.tasks
-                if t.status == TaskStatus.RUNNING), np.zeros(ssn.problem.n_resources))
 
 
 @dataclass

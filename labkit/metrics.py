@@ -20,7 +20,7 @@ import pandas as pd
 
 from .engine.compile import DEFAULT_MAX_PODS, Compiled, compile_scenario
 from .engine.framework import Session
-from .engine.plugins import Capacity, Proportion
+from .engine.plugins import Capacity, Proportion, QueueAttr
 from .engine.problem import PODS, PodGroupPhase, Problem, State, TaskStatus
 from .engine.reference import open_session
 from .engine.simulate import subproblem
@@ -338,13 +338,18 @@ def node_free(result: Result, at: float) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------ shares
 
 
-def deserved(session: Session) -> dict[int, np.ndarray]:
-    """Each queue's deserved vector as the session's proportion or capacity plugin computed it (Problem units)."""
+def queue_attrs(session: Session) -> dict[int, QueueAttr]:
+    """The queue accounting (allocated, deserved, realCapability, ...) of the session's proportion or capacity plugin."""
     for tier in session.tiers:
         for entry in tier:
             if isinstance(entry.plugin, (Proportion, Capacity)):
-                return {q: attr.deserved.copy() for q, attr in entry.plugin.attrs.items()}
+                return entry.plugin.attrs
     return {}
+
+
+def deserved(session: Session) -> dict[int, np.ndarray]:
+    """Each queue's deserved vector as the session's proportion or capacity plugin computed it (Problem units)."""
+    return {q: attr.deserved.copy() for q, attr in queue_attrs(session).items()}
 
 
 def queue_shares(result: Result, times: np.ndarray | None = None, samples: int = 48,
