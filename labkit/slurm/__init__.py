@@ -13,6 +13,6 @@
 
 from .cluster import Cluster, down, missing_programs, up
 from .conf import export, render, slurm_scenario
-from .run import Recorder, run
+from .observe import Recorder, run
 
 __all__ = ["Cluster", "Recorder", "down", "export", "missing_programs", "render", "run", "slurm_scenario", "up"]

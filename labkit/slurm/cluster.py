@@ -1,7 +1,8 @@
 """A real Slurm on 127.0.0.1: munged, slurmctld and one slurmd per node, all files in one state dir.
 
 `up` writes the scenario's slurm.conf and gres.conf, makes the fake GPU devices, starts its own
-munged (key, socket, pid and log in the state dir: nothing in /etc or /run is touched), slurmctld
+munged (key, socket, pid and log in the state dir: nothing in /etc or /run is touched; `--force`, as
+only root talks to it, so the state dir may sit below a private home), slurmctld
 (`-c`: an empty queue) and `slurmd -N <node>` for every node, waits until `sinfo` shows every node
 idle and records the pids in `run/labkit.pids`. `down` cancels the cluster's jobs and stops exactly
 those pids. Both are safe to call twice; `up` with another slurm.conf restarts the daemons.
@@ -13,6 +14,7 @@ socket), out/ (job output).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -20,14 +22,25 @@ import signal
 import socket
 import stat
 import subprocess
+import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import LabkitError
 from ..spec import Scenario
 from ..spec.model import SlurmConf
 from . import parse
-from .conf import FIRST_PORT, Ports, fake_gpus, node_names, render
+from .conf import (
+    FIRST_PORT,
+    SECONDS_PARAMETERS,
+    Ports,
+    fake_gpus,
+    needs_slurmdbd,
+    node_names,
+    render,
+    scheduler_parameters,
+)
 
 APT_INSTALL = "apt-get install -y --no-install-recommends slurmctld slurmd munge slurm-client"
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "sinfo", "scancel")
@@ -165,22 +178,45 @@ def up(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float 
        timeout: float = 60) -> str:
     """Make the state dir's Slurm run this scenario's slurm.conf; returns what was done, as one line."""
     require_slurm()
+    needs_slurmdbd(scenario, conf)
     nodes = node_names(scenario)
-    ports = Ports.block(port, len(nodes)) if port is not None else _ports_for(cluster, nodes)
-    files = render(scenario, conf, cluster.dir, ports, time_scale)
-    if cluster.running() and cluster.same_files(files):
-        return f"{ALREADY_UP}: {len(nodes)} nodes, slurmctld on port {ports.slurmctld} ({cluster.dir})"
-    restarted = bool(cluster.alive())
-    if restarted:
-        down(cluster)
-    check_ports(ports, nodes)
-    _prepare(cluster, files, fake_gpus(scenario))
+    with _port_lock():  # another `up` on this host must not pick the same free ports before we bind them
+        ports = Ports.block(port, len(nodes)) if port is not None else _ports_for(cluster, nodes)
+        files = render(scenario, conf, cluster.dir, ports, time_scale)
+        if cluster.running() and cluster.same_files(files):
+            return f"{ALREADY_UP}: {len(nodes)} nodes, slurmctld on port {ports.slurmctld} ({cluster.dir})"
+        restarted = bool(cluster.alive())
+        if restarted:
+            down(cluster)
+        check_ports(ports, nodes)
+        _prepare(cluster, files, fake_gpus(scenario))
+        began = time.time()
+        _start_all(cluster, nodes, timeout)
+    # slurmctld's main scheduler makes its first pass batch_sched_delay after it started: a job submitted
+    # before then would wait for it, which no scenario says
+    settle = scheduler_parameters(conf, time_scale).get("batch_sched_delay", SECONDS_PARAMETERS["batch_sched_delay"])
+    time.sleep(max(0.0, began + int(settle) + 1 - time.time()))
+    verb = "restarted with the new slurm.conf" if restarted else "up"
+    return f"{verb}: {len(nodes)} nodes idle, slurmctld on port {ports.slurmctld} ({cluster.dir})"
+
+
+@contextmanager
+def _port_lock():
+    with open(Path(tempfile.gettempdir()) / "labkit-slurm-ports.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _start_all(cluster: Cluster, nodes: list[str], timeout: float) -> None:
+    """munged, slurmctld (-c: an empty queue), one slurmd per node; until every node is idle. On failure
+    the ones already started are stopped."""
+    d = cluster.dir
     started: dict[str, tuple[int, str]] = {}
     try:
         started["munged"] = _start(cluster, "munged", [
-            "munged", f"--socket={cluster.dir}/run/munge.socket", f"--key-file={cluster.dir}/munge.key",
-            f"--pid-file={cluster.dir}/run/munged.pid", f"--log-file={cluster.dir}/log/munged.log",
-            f"--seed-file={cluster.dir}/run/munged.seed"], "run/munged.pid", "log/munged.log")
+            "munged", "--force", f"--socket={d}/run/munge.socket", f"--key-file={d}/munge.key",
+            f"--pid-file={d}/run/munged.pid", f"--log-file={d}/log/munged.log", f"--seed-file={d}/run/munged.seed"],
+            "run/munged.pid", "log/munged.log")
         started["slurmctld"] = _start(cluster, "slurmctld", ["slurmctld", "-c"], "run/slurmctld.pid",
                                       "log/slurmctld.log")
         for node in nodes:
@@ -192,8 +228,6 @@ def up(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float 
         _write_pids(cluster, started)
         down(cluster)
         raise
-    verb = "restarted with the new slurm.conf" if restarted else "up"
-    return f"{verb}: {len(nodes)} nodes idle, slurmctld on port {ports.slurmctld} ({cluster.dir})"
 
 
 def _ports_for(cluster: Cluster, nodes: list[str]) -> Ports:
@@ -209,8 +243,6 @@ def _prepare(cluster: Cluster, files: dict[str, str], gpus: int) -> None:
     d = cluster.dir
     for sub in ("jobs", "fakedev", "state", "spool", "log", "run", "out"):
         (d / sub).mkdir(parents=True, exist_ok=True)
-    for path in (d, d / "run"):
-        path.chmod(0o755)  # munged wants its socket's directories searchable by everyone
     for old in (d / "jobs").glob("*.sbatch"):
         old.unlink()
     for name, text in files.items():

@@ -24,7 +24,7 @@ def local_scenario(nodes: int) -> Scenario:
 
 def cmd_up(args: argparse.Namespace) -> int:
     if args.scenario is None and args.preset is None:
-        scenario = local_scenario(args.nodes or 4)
+        scenario = local_scenario(4 if args.nodes is None else args.nodes)
     elif args.nodes is not None:
         raise LabkitError("give --nodes or a scenario (its node pools are the nodes), not both")
     else:
@@ -35,7 +35,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .run import run
+    from .observe import run
 
     scenario, conf = slurm_scenario(_scenario(args), args.policy)
     result = run(scenario, conf, Cluster(args.state_dir), args.time_scale, args.timeout,

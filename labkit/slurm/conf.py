@@ -44,7 +44,6 @@ CredType=cred/munge
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=none
 MailProg=/bin/true
@@ -58,8 +57,10 @@ InactiveLimit=0
 KillWait=5
 Waittime=0
 """
-"""The fixed part: munge auth, no cgroups, no accounting (no slurmdbd), cons_tres with GPUs as GRES.
+"""The fixed part: munge auth, no cgroups, no job accounting, cons_tres with GPUs as GRES.
 config_overrides lets four 8-CPU nodes live on a 2-CPU host."""
+DURATION = str | int | float
+"""How the scenario model types a duration field (`15m`, `7d`, 90): written as Slurm's days-hh:mm:ss."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,22 @@ def slurm_scenario(scenario: Scenario, policy: str | None = None) -> tuple[Scena
     return expand(scenario), conf
 
 
+def needs_slurmdbd(scenario: Scenario, conf: SlurmConf) -> None:
+    """QOS, fair share and limits enforcement live in slurmdbd, which the local Slurm has not:
+    a scenario that needs them is refused (one line naming the field)."""
+    slurm = scenario.slurm
+    needs = [(f"jobs[{i}].qos", job.qos) for i, job in enumerate(scenario.jobs)] + [
+        ("slurm.qos", slurm and slurm.qos),
+        ("scheduler.slurm.PreemptType", conf.preempt_type == "preempt/qos"),
+        ("scheduler.slurm.PriorityWeightFairshare", conf.priority_weight_fairshare),
+        ("scheduler.slurm.AccountingStorageType", conf.accounting_storage_type != "accounting_storage/none"),
+        ("scheduler.slurm.AccountingStorageEnforce", conf.accounting_storage_enforce)]
+    where = next((path for path, needed in needs if needed), None)
+    if where:
+        raise LabkitError(f"{where}: needs slurmdbd, which the local Slurm has not (no QOS, fair share or "
+                          "association limits there); run this scenario on the simulator only")
+
+
 def node_names(scenario: Scenario) -> list[str]:
     return [name for pool in scenario.cluster.pools for name in pool.node_names()]
 
@@ -157,7 +174,7 @@ def scheduler_parameters(conf: SlurmConf, time_scale: float) -> dict[str, int | 
         return given
     out = dict(given)
     for key, default in SECONDS_PARAMETERS.items():
-        out[key] = max(1, round(int(given.get(key, default)) / time_scale))
+        out[key] = max(1, math.floor(int(given.get(key, default)) / time_scale + 0.5))
     for key, default in MINUTES_PARAMETERS.items():
         out[key] = max(1, math.ceil(int(given.get(key, default)) / time_scale))
     return out
@@ -180,13 +197,14 @@ def _value(value: object) -> str:
 
 
 def scheduling_keys(conf: SlurmConf, time_scale: float) -> list[str]:
-    """The scenario's slurm.conf scheduling keys, durations in Slurm's format and scaled."""
+    """The scenario's slurm.conf scheduling keys as slurm.conf spells them; durations scaled and in Slurm's format."""
     lines = []
-    for key, value in conf.model_dump(by_alias=True).items():
+    for name, field in type(conf).model_fields.items():
+        key, value = field.alias or name, getattr(conf, name)
         if key == "SchedulerParameters":
             params = scheduler_parameters(conf, time_scale)
             value = ",".join(k if v is True else f"{k}={v}" for k, v in params.items())
-        elif key in ("PriorityDecayHalfLife", "PriorityMaxAge"):
+        elif field.annotation == DURATION:
             value = slurm_time(parse_duration(value) / time_scale)
         if value != "":
             lines.append(f"{key}={_value(value)}")
@@ -206,9 +224,13 @@ def _partition_line(part: SlurmPartition, scenario: Scenario, time_scale: float)
     max_time = minutes(parse_duration(part.max_time), time_scale) if part.max_time is not None else "INFINITE"
     words += [f"MaxTime={max_time}", "State=UP", "OverSubscribe=NO"]
     for field, key in (("priority_tier", "PriorityTier"), ("priority_job_factor", "PriorityJobFactor"),
-                       ("preempt_mode", "PreemptMode"), ("max_nodes", "MaxNodes")):
+                       ("max_nodes", "MaxNodes")):
         if field in part.model_fields_set:
             words.append(f"{key}={getattr(part, field)}")
+    if part.preempt_mode is not None:
+        words.append(f"PreemptMode={part.preempt_mode}")
+    if parse_duration(part.grace_time):
+        words.append(f"GraceTime={math.ceil(parse_duration(part.grace_time) / time_scale)}")
     return " ".join(words)
 
 
@@ -302,7 +324,8 @@ def sbatch_script(job: SlurmJob, state_dir: Path, time_scale: float = 1.0) -> st
     lines += [f"#SBATCH -t {job.time_limit_min}"] if job.time_limit_min else []
     lines += [f"#SBATCH -p {job.partition}"] if job.partition else []
     lines += [f"#SBATCH --qos={job.qos}"] if job.qos else []
-    lines += [f"#SBATCH -o {state_dir.resolve()}/out/%x-%j.out", f"exec sleep {_seconds(job.sleep)}"]
+    out = state_dir.resolve() / "out"
+    lines += [f"#SBATCH -D {out}", f"#SBATCH -o {out}/%x-%j.out", f"exec sleep {_seconds(job.sleep)}"]
     return "\n".join(lines) + "\n"
 
 

@@ -158,7 +158,8 @@ class Recorder:
             if run is not None:
                 run.end, run.evicted = track.end, state == "PREEMPTED"
             kind = "Evicted" if state == "PREEMPTED" else state_word(state)
-            self._event(track, track.end, kind, node_list, state_word(state), r.get("Reason", ""))
+            reason = r.get("Reason", "None")
+            self._event(track, track.end, kind, node_list, state_word(state), "" if reason == "None" else reason)
         track.state = state
 
     def result(self) -> Result:
@@ -204,18 +205,6 @@ def _resource_columns(scenario: Scenario) -> list[str]:
     return ["cpu", "memory", "pods"] + sorted(named - {"cpu", "memory", "pods"})
 
 
-def refuse_qos(scenario: Scenario, conf: SlurmConf) -> None:
-    """QOS live in slurmdbd, which the local Slurm has not: a scenario that needs them is refused."""
-    where = next((f"jobs[{i}].qos" for i, job in enumerate(scenario.jobs) if job.qos), None)
-    if conf.preempt_type == "preempt/qos":
-        where = "scheduler.slurm.PreemptType"
-    elif scenario.slurm and scenario.slurm.qos:
-        where = "slurm.qos"
-    if where:
-        raise LabkitError(f"{where}: QOS need slurmdbd, which the local Slurm has not (AccountingStorageType=none); "
-                          "run this scenario on the simulator only")
-
-
 def submit(cluster: Cluster, script: str) -> tuple[int | None, str]:
     """`sbatch --parsable SCRIPT`: (job id, "") or (None, sbatch's error line)."""
     done = cluster.call("sbatch", "--parsable", script)
@@ -236,7 +225,6 @@ def run(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float
     require_slurm()
     if not cluster.running():
         raise LabkitError(f"the local Slurm is not running in {cluster.dir}: labkit slurm up --state-dir {cluster.dir}")
-    refuse_qos(scenario, conf)
     jobs = slurm_jobs(scenario, time_scale)
     tell = progress or (lambda line: None)
     done = up(scenario, conf, cluster, time_scale)
@@ -262,7 +250,8 @@ def run(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float
                 recorder.rejected(index, error, time.time())
             else:
                 recorder.submitted(index, job_id, time.time())
-        recorder.feed(now, parse.jobs(cluster.command("scontrol", "-o", "show", "job")))
+        seen = time.time()
+        recorder.feed(seen, parse.jobs(cluster.command("scontrol", "-o", "show", "job")))
         for line in recorder.news():
             tell(line)
         if (not waiting and recorder.finished()) or now >= stop:
