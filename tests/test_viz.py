@@ -91,3 +91,11 @@ def test_offline_renderer_emits_svg(reclaim):
         assert set(bundle) == {"image/svg+xml"}, "no vega-lite JSON or CDN script: JupyterLab shows it as is"
     finally:
         alt.renderers.enable(previous)
+
+
+def test_case_study_week_charts_stay_small():
+    """A week of 32 x 8 GPUs and ~3,700 jobs: every chart's spec, data included, under 1 MB."""
+    result = labkit.simulate(spec.preset("case-study"))
+    for chart in (viz.gantt, viz.utilisation_chart, viz.queue_length_chart, viz.share_chart, viz.wait_cdf,
+                  lambda r: viz.occupancy_heatmap(r, 3 * 86400)):
+        assert len(json.dumps(chart(result).to_dict())) < 1_000_000
