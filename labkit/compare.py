@@ -16,7 +16,8 @@ The runs agree when
 1. the same jobs started;
 2. no two jobs started in one order in A and in the other in B, by more than the rounding;
 3. the same jobs were backfilled: started while a job ahead of them (higher priority, or the same
-   priority and submitted earlier) had been submitted and was still waiting;
+   priority and submitted earlier) had been submitted and was still waiting, as far as the clock's
+   rounding can tell;
 4. each job's start times differ by at most the tolerance: the larger interval plus both roundings;
 5. the same jobs were evicted (evictions > 0), when both runs count evictions.
 """
@@ -84,13 +85,14 @@ def backfilled(jobs: pd.DataFrame, rounding: float = 0.0) -> set[str]:
     """Jobs that started while a job ahead of them had been submitted and was still waiting.
 
     Ahead: higher priority, or the same priority and submitted earlier (no priority counts as 0).
-    Waiting: not started yet, or started more than `rounding` later.
+    Waiting: submitted at least `rounding` before the job started (a clock of whole seconds cannot tell
+    the order of a submit and a start within one second) and not started within `rounding` after it.
     """
     prio = jobs.priority.fillna(0.0)
     out = set()
     for key, job in jobs[jobs.start.notna()].iterrows():
         ahead = (prio > prio[key]) | ((prio == prio[key]) & (jobs.submit < job.submit))
-        waiting = (jobs.submit <= job.start) & ~(jobs.start <= job.start + rounding)
+        waiting = (jobs.submit + rounding <= job.start) & ~(jobs.start <= job.start + rounding)
         if (ahead & waiting).any():
             out.add(key)
     return out

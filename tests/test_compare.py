@@ -49,6 +49,10 @@ def test_backfilled_means_started_while_a_job_ahead_waited():
     assert backfilled(jobs) == set()
     jobs = _table(_run({"high": (0, None, 5), "low": (1, 1, 1)}))
     assert backfilled(jobs) == {"default/low"}
+    # seen on the real Slurm: A started in the second B (higher priority) was submitted; a whole-second
+    # clock cannot say B was waiting when A started
+    jobs = _table(_run({"a": (0, 1, 1421), "b": (1, 91, 1562)}))
+    assert backfilled(jobs, rounding=1) == set() and backfilled(jobs) == {"default/a"}
 
 
 def test_a_late_start_beyond_the_tolerance_disagrees():
