@@ -208,3 +208,21 @@ def test_preempt_run_requeues_both_low_jobs():
 def test_state_words():
     assert [state_word(s) for s in ("COMPLETED", "NODE_FAIL", "OUT_OF_MEMORY")] == ["Completed", "NodeFail",
                                                                                       "OutOfMemory"]
+
+
+def test_a_job_first_seen_running_and_a_job_sbatch_refused():
+    scenario = slurm_scenario(labkit.load(ROOT / "examples" / "slurm-preempt.yaml"))[0]
+    h1 = parse.jobs(FULL)[6]
+    t0 = parse.timestamp(h1["SubmitTime"]) - 5
+    recorder = Recorder(scenario, slurm_jobs(scenario), t0, 1.0, 5.0)
+    refused = "sbatch: error: Batch job submission failed: Requested node configuration is not available"
+    recorder.rejected(0, refused, t0 + 0.2)
+    recorder.submitted(2, 6, t0 + 5.2)
+    recorder.feed(t0 + 6.5, {6: h1})
+    result = recorder.result()
+    jobs = result.jobs.set_index("name")
+    assert (jobs.state["h1"], jobs.start["h1"], jobs.priority["h1"]) == ("Running", 6.0, 1421)
+    assert jobs.state["l1"] == "Rejected" and math.isnan(jobs.start["l1"])
+    rejected = result.events[result.events.kind == "Rejected"]
+    assert list(rejected.message) == [refused] and not recorder.finished()
+    assert recorder.ids(unfinished=True) == [6]

@@ -131,6 +131,8 @@ class Recorder:
         if restarts == 0 and r.get("SubmitTime"):  # a requeue sets SubmitTime anew
             track.submit = parse.timestamp(r["SubmitTime"])
         track.partition = r.get("Partition", track.partition)
+        if state == "PENDING" or not track.runs:  # the priority the job was started with, or waits with
+            track.priority = int(r.get("Priority", track.priority))
         run = track.open_run
         if restarts > track.restarts:
             if run is not None:
@@ -146,13 +148,10 @@ class Recorder:
                         f"{len(run.nodes)} nodes, started by the {run.scheduler} scheduler")
             track.reason = ""
         if state == "PENDING":
-            track.priority = int(r.get("Priority", track.priority))
             reason = r.get("Reason", "None")
             if reason not in ("None", track.reason):
                 self._event(track, now, "Pending", "", reason, f"{state} ({reason})")
             track.reason = reason
-        elif not track.runs:
-            track.priority = int(r.get("Priority", track.priority))
         if state in FINAL_STATES:
             track.end = parse.timestamp(r.get("EndTime"))
             if run is not None:
