@@ -23,6 +23,7 @@ from typing import Any
 import nbformat
 
 from .course import admission, cases, steps
+from .course.notebooks import strip_solutions
 from .engine.simulate import cycle, simulate
 
 Check = Callable[[Any], tuple[bool, str]]
@@ -236,13 +237,14 @@ def _tagged(cell, prefix: str) -> str | None:
 
 
 def merge(reference: nbformat.NotebookNode, submission: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The reference with each `answer:<qid>` cell's source taken from the submission (when present)."""
+    """The reference with each `answer:<qid>` cell's source taken from the submission; an answer cell the
+    submission lacks gets the lab's placeholder (never the reference's solution). Only answer cells are taken."""
     answers = {qid: cell.source for cell in submission.cells if (qid := _tagged(cell, ANSWER_TAG))}
     merged = nbformat.from_dict(reference)
     for cell in merged.cells:
         qid = _tagged(cell, ANSWER_TAG)
-        if qid in answers:
-            cell.source = answers[qid]
+        if qid is not None:
+            cell.source = answers.get(qid, strip_solutions(cell.source))
     return merged
 
 

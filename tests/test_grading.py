@@ -72,6 +72,15 @@ def test_grade_a_folder(tmp_path, capsys):
     assert "alice: 3/3 checks passed" in capsys.readouterr().out
 
 
+def test_merge_never_hands_out_the_solution():
+    reference = nbformat.read(ROOT / "solutions" / "ch02_foundations.ipynb", as_version=4)
+    submission = nbformat.v4.new_notebook()
+    merged = grading.merge(reference, submission)
+    answers = [c.source for c in merged.cells if any(t.startswith("answer:") for t in c.metadata.get("tags", []))]
+    assert answers == ["table = ...  # 在此作答\nfree_and_feasible = ...  # 在此作答", "placed = ...  # 在此作答",
+                       "strategy = ...  # 在此作答"]
+
+
 def test_grade_needs_submissions(tmp_path):
     assert main(["grade", str(tmp_path / "none")]) == 2
     assert main(["grade", str(tmp_path), "--solutions", str(ROOT / "solutions")]) == 2
