@@ -276,7 +276,8 @@ def grade(submissions: Path, solutions: Path, out: Path) -> list[dict[str, str]]
     for target, (student, chapter, checks) in merged.items():
         junit = target.with_suffix(".xml")
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-c", str(out / "pytest.ini"), "--rootdir", str(out),
-                        "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", "--junitxml", str(junit),
+                        "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout", "600",
+                        "--junitxml", str(junit),
                         str(target)], capture_output=True, text=True, check=False)
         outcome = _outcomes(junit) if junit.exists() else {}
         for suite in ET.parse(junit).getroot().iter("testsuite") if junit.exists() else []:
