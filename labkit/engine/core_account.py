@@ -18,6 +18,8 @@ from .core_state import (
     BOUND,
     CPU,
     FAILED,
+    I_TO_CLOSE,
+    I_TO_START,
     MEMORY,
     MIN_RESOURCE,
     PENDING,
@@ -220,9 +222,25 @@ def contribute(s, j, sign):
 
 
 @njit(cache=True)
+def touch(s, j):
+    """Something about job ``j`` changed: its PodGroup phase is recomputed at the next session
+    close (``s.to_close``) and whether its work starts at the next session end (``s.to_start``);
+    for the others nothing changed since, so neither can change."""
+    if not s.close_mark[j]:
+        s.close_mark[j] = True
+        s.to_close[s.ints[I_TO_CLOSE]] = j
+        s.ints[I_TO_CLOSE] += 1
+    if not s.start_mark[j]:
+        s.start_mark[j] = True
+        s.to_start[s.ints[I_TO_START]] = j
+        s.ints[I_TO_START] += 1
+
+
+@njit(cache=True)
 def set_status(s, t, status, node):
     """Move task ``t`` to ``status`` on ``node`` (-1 = none), keeping the bookkeeping in step."""
     j = s.t_job[t]
+    touch(s, j)
     counted, live = s.created[j], s.is_live[j]
     if live:
         contribute(s, j, -1)
@@ -241,6 +259,7 @@ def set_created(s, j, created):
     """The vcjob controller creates (or deletes) the job's pods: they enter (leave) the books."""
     if s.created[j] == created:
         return
+    touch(s, j)
     if s.is_live[j]:
         contribute(s, j, -1)
     if not created:
@@ -257,6 +276,7 @@ def set_created(s, j, created):
 @njit(cache=True)
 def set_job_phase(s, j, phase):
     """The clock's PodGroup phase, with the live usage it feeds kept in step."""
+    touch(s, j)
     if s.is_live[j]:
         contribute(s, j, -1)
     s.phase[j] = phase
@@ -268,6 +288,7 @@ def set_job_phase(s, j, phase):
 def set_live(s, j, live):
     """The job enters (leaves) the session snapshot: present and not done, or still releasing."""
     if live:
+        touch(s, j)
         s.is_live[j] = True
         contribute(s, j, 1)
     else:

@@ -22,6 +22,7 @@ from .core_account import (
     need_continue_allocating,
     scheduled,
     set_status,
+    touch,
 )
 from .core_plugins import (
     HEAP_JOB,
@@ -66,6 +67,8 @@ from .core_state import (
     I_ACTION,
     I_ATTRS,
     I_BINDS,
+    I_CANDIDATES,
+    I_CLOSED,
     I_EVICTS,
     I_FIT_POOL,
     I_FIT_TASKS,
@@ -73,8 +76,10 @@ from .core_state import (
     I_NEXT_NODE,
     I_OVERFLOW,
     I_QUEUE_HEAP,
+    I_TO_CLOSE,
     I_TOP,
     I_UNRESOLVABLE,
+    I_WAITING,
     MSG_BACKFILL,
     MSG_FITS_IDLE,
     OP_ALLOCATE,
@@ -344,21 +349,30 @@ def is_pending(phase):
 @njit(cache=True)
 def open_session(s):
     """OpenSession on the live jobs: session phases, the queues with jobs in order of their first
-    job, room per queue in the job heaps, the nodes' pod view, then the plugins' state."""
+    job, room per queue in the job heaps, the jobs an action may act on (``s.candidates``:
+    Pending PodGroups and jobs with pending pods, as no session step creates either), the
+    nodes' pod view, then the plugins' state."""
     live, n_live = s.live, s.ints[I_LIVE]
     s.q_off[:] = 0
     s.a_has[:] = False
-    n_queues = 0
+    n_queues, n_candidates, n_waiting = 0, 0, 0
     for i in range(n_live):
         j = live[i]
         q = s.j_queue[j]
-        s.s_phase[j] = s.phase[j]
+        phase = s.phase[j]
+        s.s_phase[j] = phase
         s.q_off[q + 1] += 1
         if not s.a_has[q]:
             s.a_has[q] = True
             s.a_order[n_queues] = q
             n_queues += 1
+        if is_pending(phase) or s.j_cnt[j, PENDING] > 0:
+            s.candidates[n_candidates] = j
+            n_candidates += 1
+            n_waiting += is_pending(phase)
     s.ints[I_ATTRS] = n_queues
+    s.ints[I_CANDIDATES] = n_candidates
+    s.ints[I_WAITING] = n_waiting
     for q in range(s.q_off.size - 1):
         s.q_off[q + 1] += s.q_off[q]
     gpu = s.gpu
@@ -398,17 +412,30 @@ def podgroup_phase(s, j, unschedulable):
 
 @njit(cache=True)
 def close_session(s):
-    """CloseSession: gang marks unready jobs unschedulable, PodGroup phases into
-    ``s.new_phase``, pipelined pods into ``s.pipelined`` (returns their count); then every
-    tentative placement goes back to Pending and committed evictions back to Running (the
-    clock applies binds and evictions itself), and the session's fit errors are forgotten."""
-    live, n_live = s.live, s.ints[I_LIVE]
+    """CloseSession: gang marks unready jobs unschedulable and PodGroup phases go to
+    ``s.new_phase`` for the live jobs touched since the last close (``s.closed``; for every
+    other job nothing changed, so neither does its phase); pipelined pods go to
+    ``s.pipelined`` (returns their count). Then every tentative placement goes back to Pending
+    and committed evictions back to Running (the clock applies binds and evictions itself;
+    these jobs count as touched for the next close), and the session's fit errors are
+    forgotten."""
+    n = s.ints[I_TO_CLOSE]
+    s.to_close[:n].sort()
     gang = s.of_kind[GANG] >= 0
+    closed = 0
+    for i in range(n):
+        j = s.to_close[i]
+        s.close_mark[j] = False
+        if s.is_live[j]:
+            unschedulable = gang and n_tasks(s, j) > 0 and not is_ready(s, j) and not releasing_suffices(s, j)
+            s.new_phase[j] = podgroup_phase(s, j, unschedulable)
+            s.closed[closed] = j
+            closed += 1
+    s.ints[I_TO_CLOSE] = 0
+    s.ints[I_CLOSED] = closed
     n_pipelined = 0
-    for i in range(n_live):
-        j = live[i]
-        unschedulable = gang and n_tasks(s, j) > 0 and not is_ready(s, j) and not releasing_suffices(s, j)
-        s.new_phase[j] = podgroup_phase(s, j, unschedulable)
+    for i in range(closed):
+        j = s.closed[i]
         if s.j_cnt[j, PIPELINED] + s.j_cnt[j, ALLOCATED] + s.j_cnt[j, BINDING] == 0:
             continue
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
@@ -502,15 +529,19 @@ def start_action(s, action):
 
 @njit(cache=True)
 def enqueue(s, now):
-    """enqueue: admit Pending PodGroups, one job per queue turn, queues by QueueOrderFn."""
+    """enqueue: admit Pending PodGroups, one job per queue turn, queues by QueueOrderFn (every
+    queue with a job takes part; without a Pending PodGroup nothing can happen)."""
     start_action(s, ENQUEUE)
-    for i in range(s.ints[I_LIVE]):
-        j = s.live[i]
-        q = s.j_queue[j]
-        if first_sight(s, q):
-            push_queue(s, q)
+    if s.ints[I_WAITING] == 0:
+        return
+    for k in range(s.ints[I_ATTRS]):
+        q = s.a_order[k]
+        first_sight(s, q)
+        push_queue(s, q)
+    for i in range(s.ints[I_CANDIDATES]):
+        j = s.candidates[i]
         if is_pending(s.s_phase[j]):
-            push_job(s, q, j)
+            push_job(s, s.j_queue[j], j)
     while s.ints[I_QUEUE_HEAP] > 0:
         q = pop_queue(s)
         if s.jh_n[q] == 0:
@@ -519,6 +550,7 @@ def enqueue(s, now):
         if not s.j_has_minres[j] or vote(s, H_JOB_ENQUEUEABLE, j, now):
             job_enqueued(s, j)
             s.s_phase[j] = PH_INQUEUE
+            touch(s, j)
         push_queue(s, q)
 
 
@@ -527,12 +559,13 @@ def allocate(s, now):
     """allocate: one job per queue turn (Overused queues dropped), its pending tasks in one
     statement, committed when the job is ready."""
     start_action(s, ALLOCATE)
-    for i in range(s.ints[I_LIVE]):
-        j = s.live[i]
+    for i in range(s.ints[I_CANDIDATES]):
+        j = s.candidates[i]
         if is_pending(s.s_phase[j]):
             if s.has_enqueue:
                 continue
             s.s_phase[j] = PH_INQUEUE
+            touch(s, j)
         if s.j_cnt[j, PENDING] - s.j_pbe[j] == 0 or not job_valid(s, j):
             continue
         q = s.j_queue[j]
@@ -604,8 +637,8 @@ def backfill(s, now):
     """backfill: best-effort pending pods (and best-effort pipelined ones, un-pipelined first),
     queue -> job -> task order, each on its best feasible node."""
     start_action(s, BACKFILL)
-    for i in range(s.ints[I_LIVE]):
-        j = s.live[i]
+    for i in range(s.ints[I_CANDIDATES]):
+        j = s.candidates[i]
         if (s.j_pbe[j] == 0 and s.j_cnt[j, PIPELINED] == 0) or is_pending(s.s_phase[j]) or not job_valid(s, j):
             continue
         s.th_n[j] = 0

@@ -37,6 +37,7 @@ from .core_state import (
     EV_SUBMITTED,
     FINISH,
     I_BINDS,
+    I_CLOSED,
     I_EVENTS,
     I_EVICTS,
     I_HEAP,
@@ -44,6 +45,7 @@ from .core_state import (
     I_OVERFLOW,
     I_RUNS,
     I_SESSIONS,
+    I_TO_START,
     MSG_FITS_FUTURE,
     MSG_NONE,
     MSG_PHASE,
@@ -357,9 +359,9 @@ def apply_event(s, now, slot):
 
 @njit(cache=True)
 def session_once(s, now):
-    """One session on the live jobs, its decisions applied; True if it changed anything."""
-    n_live = s.ints[I_LIVE]
-    if n_live == 0:
+    """One session on the live jobs, its decisions applied; True if it changed anything. Phases
+    and starts are looked at for the jobs touched since (the others cannot change)."""
+    if s.ints[I_LIVE] == 0:
         return False
     s.ints[I_SESSIONS] += 1
     n_pipelined = run_session(s, now)
@@ -377,12 +379,17 @@ def session_once(s, now):
             msg = MSG_FITS_FUTURE if action == ALLOCATE else (MSG_PREEMPTED_ROOM if action == PREEMPT
                                                                else MSG_RECLAIMED_ROOM)
             log(s, now, EV_PIPELINED, s.t_job[t], t, n, msg, action, 0)
-    for i in range(n_live):
-        j = s.live[i]
+    for i in range(s.ints[I_CLOSED]):
+        j = s.closed[i]
         if set_phase(s, now, j, s.new_phase[j]):
             changed = True
-    for i in range(n_live):
-        maybe_start(s, now, s.live[i])
+    n = s.ints[I_TO_START]
+    s.to_start[:n].sort()
+    for i in range(n):
+        j = s.to_start[i]
+        s.start_mark[j] = False
+        maybe_start(s, now, j)
+    s.ints[I_TO_START] = 0
     return changed
 
 
