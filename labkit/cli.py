@@ -60,9 +60,17 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"  pool {pool.name}: {pool.count} x ({res})")
     print(f"  {nodes} nodes; queues: {', '.join(q.name for q in scenario.queues) or '(default only)'}")
     print(f"  jobs: {len(scenario.jobs)}; workload generators: {len(scenario.workloads)}")
-    conf = spec.conf_of(scenario)
-    print(f"  scheduler: {scenario.scheduler.policy or 'custom conf'}; actions: {conf.actions}")
+    print(f"  scheduler: {scenario.scheduler.policy or 'custom'}; {_scheduler_line(spec.scheduler_of(scenario))}")
     return EXIT_OK
+
+
+def _scheduler_line(sched: spec.Scheduler) -> str:
+    """One line on what the scheduler section says, in that scheduler's own terms."""
+    if sched.conf is not None:
+        return f"Volcano actions: {sched.conf.actions}"
+    if sched.slurm is not None:
+        return f"Slurm SchedulerType={sched.slurm.scheduler_type} PreemptType={sched.slurm.preempt_type}"
+    return f"{sched.section} configuration"
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
