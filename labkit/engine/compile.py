@@ -15,6 +15,11 @@ What is applied, as on a real cluster:
 * LimitRange: containers without a cpu/memory request get `defaultRequest` (else `default`);
 * the `volcano.sh/preemptable` annotation from `preemptible`;
 * Volcano's own `default` queue, created by the scheduler before any user queue.
+
+Under a Slurm policy a pod's cpu becomes what select/cons_tres allocates (whole CPUs, at least one
+per node) and the Problem carries the partitions, QOS, associations and time limits
+(`labkit.engine.slurm.slurm_tables`); under kube-scheduler the tenants' ResourceQuotas become the
+admission the clock applies when it creates pods (`labkit.engine.kube.resource_quotas`).
 """
 
 from __future__ import annotations
@@ -25,22 +30,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SpecError
-from ..spec import Scenario, conf_of
+from ..spec import Scenario, conf_of, scheduler_of
 from ..spec.model import Job, Task, Tenant
 from ..spec.quantity import parse_duration
 from ..workloads import expand
+from .kube import ResourceQuotas, filter_failure, kube_policy, resource_quotas
 from .problem import (
+    ACTION_NAMES,
     BASE_RESOURCES,
     EXT_NAMES,
     PLUGIN_NAMES,
     PODS,
-    ACTION_NAMES,
     Problem,
     is_best_effort,
     policy_from_conf,
     rank_by,
     resource_vector,
 )
+from .slurm import slurm_policy, slurm_request, slurm_tables
 
 DEFAULT_MAX_PODS = 110
 """kubelet's default `maxPods`, used when a node pool does not list `pods`."""
@@ -59,6 +66,7 @@ class Compiled:
       ``job_grace`` (J,) termination grace period of its pods; ``node_speed`` (N,).
     * ``job_pods`` (J+1,) offsets: the tasks of job j are ``job_pods[j]:job_pods[j+1]``.
     * ``horizon`` seconds, inf when the scenario sets none; ``schedule_period`` seconds.
+    * ``quotas``: the ResourceQuota admission of pod creation (kube-scheduler policies), or None.
     """
 
     problem: Problem
@@ -73,11 +81,13 @@ class Compiled:
     node_speed: np.ndarray
     horizon: float
     schedule_period: float
+    quotas: ResourceQuotas | None = None
 
 
 def compile_scenario(scenario: Scenario) -> Compiled:
     """Compile a (validated) Scenario; bad combinations raise SpecError naming the field."""
     scenario = expand(scenario)
+    sched = scheduler_of(scenario)
     tenants = {t.ns: t for t in scenario.tenants}
     pod_requests = [[_pod_request(task, tenants.get(job.namespace)) for task in job.tasks] for job in scenario.jobs]
     resources = _resource_names(scenario, pod_requests)
@@ -97,6 +107,7 @@ def compile_scenario(scenario: Scenario) -> Compiled:
     role_index = {r: i for i, r in enumerate(role_names)}
     feasibility: dict[tuple, int] = {}
     class_rows: list[np.ndarray] = []
+    failure_rows: list[list[str]] = []
 
     task_fields: dict[str, list] = {k: [] for k in (
         "names", "job", "role", "request", "priority", "never", "preemptable", "best_effort", "critical", "index",
@@ -113,8 +124,10 @@ def compile_scenario(scenario: Scenario) -> Compiled:
             where = f"jobs[{j}].tasks[{k}].resources"
             request = resource_vector(resources, pod_requests[j][k], where)
             request[PODS] = 1.0
+            if sched.section == "slurm":
+                request = slurm_request(request)
             min_task[role_index[task.name]] = task.min_available_resolved
-            cls = _feasibility_class(task, nodes, feasibility, class_rows)
+            cls = _feasibility_class(task, nodes, feasibility, class_rows, failure_rows)
             for i in range(task.replicas_resolved):
                 task_fields["names"].append(f"{job.namespace}/{job.name}-{task.name}-{i}")
                 task_fields["job"].append(j)
@@ -136,6 +149,15 @@ def compile_scenario(scenario: Scenario) -> Compiled:
 
     n_jobs, n_res = len(scenario.jobs), len(resources)
     submit = np.array([parse_duration(j.submit) for j in scenario.jobs], float)
+    reasons = sorted({r for row in failure_rows for r in row} - {""})
+    reason_index = {r: i + 1 for i, r in enumerate(reasons)}
+    extra = {"failure_reasons": ("", *reasons), "class_node_failure": np.array(
+        [[reason_index.get(r, 0) for r in row] for row in failure_rows], np.int64).reshape(len(class_rows), len(nodes))}
+    grace = np.array([parse_duration(j.grace_period) for j in scenario.jobs], float)
+    if sched.section == "slurm":
+        tables = slurm_tables(scenario, sched.slurm, [pool.name for pool, _ in nodes])
+        extra.update(tables.fields)
+        grace = tables.job_grace
     problem = Problem(
         resource_names=tuple(resources),
         node_names=tuple(name for _, name in nodes),
@@ -177,6 +199,7 @@ def compile_scenario(scenario: Scenario) -> Compiled:
         task_class=np.array(task_fields["cls"], np.int64),
         class_node_ok=np.array(class_rows, bool).reshape(len(class_rows), len(nodes)),
         policy=_policy(scenario, resources),
+        **extra,
     )
     return Compiled(
         problem=problem,
@@ -187,11 +210,12 @@ def compile_scenario(scenario: Scenario) -> Compiled:
         job_checkpoint=np.array([parse_duration(j.checkpoint_interval) if j.checkpoint_interval else math.inf
                                  for j in scenario.jobs], float),
         job_restart_cost=np.array([parse_duration(j.restart_cost) for j in scenario.jobs], float),
-        job_grace=np.array([parse_duration(j.grace_period) for j in scenario.jobs], float),
+        job_grace=grace,
         job_pods=np.array(job_pods, np.int64),
         node_speed=np.array([pool.speed for pool, _ in nodes], float),
         horizon=parse_duration(scenario.horizon) if scenario.horizon is not None else math.inf,
         schedule_period=parse_duration(scenario.scheduler.schedule_period),
+        quotas=_quotas(scenario, tenants, pod_requests) if sched.section == "kube" else None,
     )
 
 
@@ -236,19 +260,35 @@ def _queue_matrix(queues: list[dict], field: str, resources: list[str]) -> np.nd
     return np.array(rows, float).reshape(len(queues), len(resources))
 
 
-def _feasibility_class(task: Task, nodes: list, seen: dict[tuple, int], rows: list[np.ndarray]) -> int:
-    """Group tasks by (nodeSelector, tolerations); each class gets its node mask once."""
+def _feasibility_class(task: Task, nodes: list, seen: dict[tuple, int], rows: list[np.ndarray],
+                       failures: list[list[str]]) -> int:
+    """Group tasks by (nodeSelector, tolerations); each class gets its node mask once, and the
+    reason kube-scheduler's filters give on each node it fails."""
     key = (tuple(sorted(task.node_selector.items())), tuple(t.model_dump_json() for t in task.tolerations))
     if key not in seen:
-        ok = [
-            all(pool.labels.get(k) == v for k, v in task.node_selector.items())
-            and all(any(t.tolerates(taint) for t in task.tolerations)
-                    for taint in pool.taints if taint.effect != "PreferNoSchedule")
-            for pool, _ in nodes
-        ]
+        failure = [filter_failure(task, pool) for pool, _ in nodes]
         seen[key] = len(rows)
-        rows.append(np.array(ok, bool))
+        rows.append(np.array([not f for f in failure], bool))
+        failures.append(failure)
     return seen[key]
+
+
+def _quotas(scenario: Scenario, tenants: dict[str, Tenant], pod_requests: list[list[dict]]) -> ResourceQuotas | None:
+    """The ResourceQuota admission of every pod: its requests, and its limits (a LimitRange
+    `default`; an extended resource's limit is its request)."""
+    pods = []
+    for j, job in enumerate(scenario.jobs):
+        tenant = tenants.get(job.namespace)
+        defaults = {}
+        if tenant is not None and tenant.limit_range is not None:
+            for item in tenant.limit_range.limits:
+                if item.type == "Container":
+                    defaults.update(item.default)
+        for k, task in enumerate(job.tasks):
+            requests = pod_requests[j][k]
+            limits = {**defaults, **{r: v for r, v in requests.items() if "/" in r}}
+            pods += [(j, f"{job.name}-{task.name}-{i}", requests, limits) for i in range(task.replicas_resolved)]
+    return resource_quotas(scenario.tenants, [job.namespace for job in scenario.jobs], pods)
 
 
 def _min_resources(job: Job, per_task: list[np.ndarray]) -> np.ndarray:
@@ -280,6 +320,11 @@ def _min_resources(job: Job, per_task: list[np.ndarray]) -> np.ndarray:
 
 
 def _policy(scenario: Scenario, resources: list[str]):
+    sched = scheduler_of(scenario)
+    if sched.section == "slurm":
+        return slurm_policy(sched.slurm)
+    if sched.section == "kube":
+        return kube_policy(sched.kube, resources)
     conf = conf_of(scenario)
     where = "scheduler.conf"
     for action in conf.action_list():

@@ -273,7 +273,7 @@ class KubeArgs:
     * ``preemption``: DefaultPreemption is a PostFilter; ``min_candidate_percentage`` /
       ``min_candidate_absolute`` its args.
     * ``coscheduling``: the Coscheduling plugin (QueueSort, PreFilter, PostFilter, Permit);
-      ``permit_wait`` its permitWaitingTimeSeconds; ``pod_group_backoff`` podGroupBackoffSeconds.
+      ``permit_wait`` its permitWaitingTimeSeconds.
     * ``percentage_of_nodes_to_score``: 0 = adaptive (``numFeasibleNodesToFind``).
     """
 
@@ -288,7 +288,6 @@ class KubeArgs:
     min_candidate_absolute: int
     coscheduling: bool
     permit_wait: float
-    pod_group_backoff: float
     percentage_of_nodes_to_score: int
 
 
@@ -695,8 +694,10 @@ class State:
     the last session's pipelined placement; -1 = none); ``task_waiting_since`` (T,) when an
     Allocated pod began waiting at Permit (NaN = not waiting; Allocated pods are kept between
     sessions only while they wait); ``job_eligible`` (J,) the earliest time a job may start
-    (Slurm BeginTime after a requeue, -inf = now); ``assoc_usage`` (As,) each user association's
-    decayed usage (Slurm ``usage_raw``) at the last PriorityCalcPeriod tick.
+    (Slurm BeginTime after a requeue, -inf = now); ``job_suspended`` (J,) the job was suspended by
+    preemption (its pods keep their nodes, Running; binding them again resumes it);
+    ``assoc_usage`` (As,) each user association's decayed usage (Slurm ``usage_raw``) at the last
+    PriorityCalcPeriod tick.
     """
 
     task_status: np.ndarray
@@ -712,6 +713,7 @@ class State:
     task_nominated: np.ndarray | None = None
     task_waiting_since: np.ndarray | None = None
     job_eligible: np.ndarray | None = None
+    job_suspended: np.ndarray | None = None
     assoc_usage: np.ndarray | None = None
 
     @classmethod
@@ -727,7 +729,7 @@ class State:
         t, j = problem.n_tasks, problem.n_jobs
         defaults = {"task_start": np.full(t, np.nan), "task_nominated": np.full(t, -1, np.int64),
                     "task_waiting_since": np.full(t, np.nan), "job_eligible": np.full(j, -np.inf),
-                    "assoc_usage": np.zeros(len(problem.assoc_names))}
+                    "job_suspended": np.zeros(j, bool), "assoc_usage": np.zeros(len(problem.assoc_names))}
         filled = {name: default if kept.get(name) is None else kept[name] for name, default in defaults.items()}
         return cls(status, node, phase, used, releasing, pipelined, now, cycle, next_node, **filled)
 
@@ -774,7 +776,8 @@ class Eviction:
     ``mode`` is what happens to the victim's job (its pods are deleted either way): ``restart``
     (vcjob RestartJob when it falls below minAvailable; a Job's pod recreated), ``requeue`` (Slurm
     REQUEUE: back to pending, held for ``Policy.requeue_hold``), ``cancel`` (Slurm CANCEL, or
-    REQUEUE without JobRequeue: the job ends, state Preempted)."""
+    REQUEUE without JobRequeue: the job ends, state Preempted), ``suspend`` (Slurm SUSPEND: the
+    job's pods keep their nodes and its work pauses until a session binds them again)."""
 
     task: int
     action: str

@@ -17,6 +17,7 @@ take snapshot order (lowest node / task / job index first).
 
 from __future__ import annotations
 
+from labkit.engine import kube, slurm
 from labkit.engine.framework import (
     COMPLETED_STATUSES,
     PREEMPTABLE_STATUSES,
@@ -32,6 +33,7 @@ from labkit.engine.plugins import PLUGINS
 from labkit.engine.problem import (
     Action,
     Decisions,
+    Family,
     Placement,
     PodGroupPhase,
     Problem,
@@ -101,7 +103,12 @@ def _next_state(ssn: Session) -> State:
 
 
 def run_session(problem: Problem, state: State) -> Decisions:
-    """One scheduling cycle: open, actions in conf order, close."""
+    """One scheduling cycle: open, actions in conf order, close. A kube-scheduler or Slurm policy
+    runs its own actions (``kube.py``, ``slurm.py``) on the same session objects."""
+    if problem.policy.family == Family.KUBE:
+        return kube.run_session(problem, state)
+    if problem.policy.family == Family.SLURM:
+        return slurm.run_session(problem, state)
     ssn = open_session(problem, state)
     for action in ssn.actions:
         ACTIONS[Action(action)](ssn)

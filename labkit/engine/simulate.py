@@ -20,6 +20,24 @@ Time follows a real Volcano cluster, one step at a time:
 The session itself (`labkit.engine.reference.run_session` or the numba core) sees only the
 PodGroups and pods that exist at that moment, re-indexed into a sub-Problem, as Volcano's cache
 snapshot holds only live objects.
+
+What the other policy families (`Policy.family`: kube-scheduler, Slurm) add, each read from the
+Policy or the Compiled scenario, never from the family's name:
+
+* cadence: each action has its period and may run at the instant of an event
+  (`Policy.action_period`, `action_on_event`: Slurm's main scheduler on events and every
+  sched_interval, its backfill every bf_interval); a session runs the actions due;
+* pods exist from submit (`Policy.pods_at_submit`), each created through the API server's
+  ResourceQuota admission when the Compiled scenario has quotas; a refused pod is retried before
+  later sessions (the Job controller's retries);
+* a job running past its time limit (`Problem.job_time_limit`) is killed: state Timeout;
+* an eviction's `mode`: requeue (the job waits `Policy.requeue_hold`, Slurm's BeginTime),
+  cancel (the job ends: state Preempted), suspend (the job keeps its nodes, its work pauses,
+  until a session binds its pods again);
+* between sessions the clock keeps the pods waiting at Permit (`Decisions.waiting`: Allocated,
+  with when they began to wait), the nominations (`Decisions.pipelined`), each pod's start, and
+  Slurm's decayed fair-share usage; it logs the sessions' notes (pending reasons,
+  FailedScheduling) when they change, and runs a session at `Decisions.wake_at`.
 """
 
 from __future__ import annotations
@@ -39,8 +57,9 @@ from ..spec import Scenario
 from .compile import Compiled
 from .problem import Decisions, PodGroupPhase, Problem, State, TaskStatus, rank_by
 
-ARRIVAL, RELEASED, FINISH = 0, 1, 2
-"""Event kinds, in the order they are applied when they fall on the same instant."""
+ARRIVAL, RELEASED, FINISH, WAKE, TIMEOUT = 0, 1, 2, 3, 4
+"""Event kinds, in the order they are applied when they fall on the same instant (WAKE only makes
+the next session run; TIMEOUT is a job reaching its time limit)."""
 
 Session = Callable[[Problem, State], Decisions]
 
@@ -82,6 +101,15 @@ class Simulation:
         self.next_node = 0
         self.heap: list[tuple] = []
         self.trace = Trace()
+        # kept between sessions for the other families (see the module docstring)
+        self.nominated = np.full(n_tasks, -1, np.int64)
+        self.waiting_since = np.full(n_tasks, np.nan)
+        self.eligible = np.full(n_jobs, -np.inf)
+        self.suspended = np.zeros(n_jobs, bool)
+        self.limit_used = np.zeros(n_jobs)
+        self.final_state = np.full(n_jobs, "", object)
+        self.last_note: dict[tuple, tuple] = {}
+        self.wakes: set[float] = set()
         for j in range(n_jobs):
             heapq.heappush(self.heap, (float(compiled.job_submit[j]), ARRIVAL, j, 0))
 
@@ -89,22 +117,34 @@ class Simulation:
 
     def run(self) -> Trace:
         """Advance the clock event by event and session by session until nothing is left to do
-        (or the horizon is reached); the next session is on the grid, one period after the last."""
-        period, horizon = self.c.schedule_period, self.c.horizon
-        dirty, now, last_session = False, 0.0, -math.inf
+        (or the horizon is reached). An action runs after a change: at the instant of an event if
+        it runs on events, else on its period's grid, at least one period after its last run
+        (Volcano: every action on the schedulePeriod grid)."""
+        policy, horizon = self.p.policy, self.c.horizon
+        n = len(policy.actions)
+        period = np.full(n, self.c.schedule_period) if policy.action_period is None else policy.action_period
+        on_event = np.zeros(n, bool) if policy.action_on_event is None else policy.action_on_event
+        dirty, evented, last = np.zeros(n, bool), np.zeros(n, bool), np.full(n, -math.inf)
+        now = 0.0
         while True:
             t_event = self.heap[0][0] if self.heap else math.inf
-            t_session = max(math.ceil(now / period - 1e-9) * period, last_session + period) if dirty else math.inf
+            grid = np.maximum(np.ceil(now / period - 1e-9) * period + 0.0, last + period)  # + 0.0: no -0.0
+            due_at = np.where(dirty, np.where(on_event & evented, now, grid), math.inf)
+            t_session = float(due_at.min()) if n else math.inf
             if min(t_event, t_session) > horizon or min(t_event, t_session) == math.inf:
                 break
             if t_event <= t_session:
                 now = t_event
                 while self.heap and self.heap[0][0] == now:
                     _, kind, index, version = heapq.heappop(self.heap)
-                    dirty |= self._apply_event(now, kind, index, version)
+                    if self._apply_event(now, kind, index, version):
+                        dirty[:] = evented[:] = True
             else:
-                now = last_session = t_session
-                dirty = self._run_session(now)
+                now = t_session
+                due = due_at == t_session
+                changed = self._run_session(now, due)
+                last[due], dirty[due], evented[due] = now, False, False
+                dirty |= changed
         return self.trace
 
     def _apply_event(self, now: float, kind: int, index: int, version: int) -> bool:
@@ -112,16 +152,21 @@ class Simulation:
             self.arrive(now, index)
         elif kind == RELEASED:
             self._released(now, index)
-        elif kind == FINISH:
+        elif kind in (FINISH, TIMEOUT):
             if version != self.version[index]:
                 return False
-            self._finish(now, index)
+            (self._finish if kind == FINISH else self._time_out)(now, index)
+        elif kind == WAKE:
+            self.wakes.discard(now)
         return True
 
     def arrive(self, now: float, j: int) -> None:
         """The PodGroup appears; a job with a `status` snapshot starts in that state."""
         self.present[j] = True
         self._log(now, "Submitted", j)
+        if self.p.policy.pods_at_submit:
+            self.enqueue_time[j] = now
+            self._create_pods(now, j)
         status = self.c.scenario.jobs[j].status
         if status is None:
             return
@@ -136,12 +181,16 @@ class Simulation:
 
     # ---------------------------------------------------------------------------- sessions
 
-    def _run_session(self, now: float) -> bool:
+    def _run_session(self, now: float, due: np.ndarray | None = None) -> bool:
         """Run one session on the live objects; apply its decisions. True if anything changed."""
-        return self.session_once(now)[1]
+        return self.session_once(now, due)[1]
 
-    def session_once(self, now: float) -> tuple[Decisions | None, bool]:
-        """One session at `now`: its decisions (in full-problem indices) and whether it changed anything."""
+    def session_once(self, now: float, due: np.ndarray | None = None) -> tuple[Decisions | None, bool]:
+        """One session at `now` running the actions marked in `due` (default all): its decisions
+        (in full-problem indices) and whether it changed anything."""
+        if self.p.policy.pods_at_submit:
+            for j in np.flatnonzero(self.present & ~self.done):
+                self._create_pods(now, int(j))
         releasing = np.zeros(self.p.n_jobs, bool)
         releasing[self.p.task_job[self.status == TaskStatus.RELEASING]] = True
         jobs = np.flatnonzero(self.present & (~self.done | releasing))  # terminating pods still hold resources
@@ -149,18 +198,39 @@ class Simulation:
             return None, False
         tasks = np.concatenate([np.flatnonzero(self.created[self.c.job_pods[j]:self.c.job_pods[j + 1]])
                                 + self.c.job_pods[j] for j in jobs]).astype(np.int64)
-        sub = subproblem(self.p, jobs, tasks)
+        policy = self.p.policy
+        if due is not None and not due.all():
+            policy = dataclasses.replace(policy, actions=policy.actions[due])
+        sub = subproblem(self.p, jobs, tasks, policy)
         state = State.from_tasks(sub, self.status[tasks], self.node[tasks], self.phase[jobs],
-                                 now=now, cycle=self.trace.sessions, next_node=self.next_node)
+                                 now=now, cycle=self.trace.sessions, next_node=self.next_node, **self._kept(now, jobs, tasks))
         self.trace.sessions += 1
         decisions = self.session(sub, state)
         changed = False
         for placement in decisions.binds:
-            self._bind(now, int(tasks[placement.task]), placement.node, placement.reason)
+            t = int(tasks[placement.task])
+            self.suspended[self.p.task_job[t]] = False  # binding a suspended job's pods resumes it
+            self._bind(now, t, placement.node, placement.reason)
             changed = True
+        stopped: set[int] = set()
         for eviction in decisions.evictions:
-            self._evict(now, int(tasks[eviction.task]), eviction.action, eviction.reason)
+            t = int(tasks[eviction.task])
+            if eviction.mode == "restart":
+                self._evict(now, t, eviction.action, eviction.reason)
+            elif self.p.task_job[t] not in stopped:
+                stopped.add(int(self.p.task_job[t]))
+                self._preempt_job(now, int(self.p.task_job[t]), eviction)
             changed = True
+        changed |= self._keep_waiting(now, tasks, decisions)
+        self.nominated[tasks] = -1
+        for placement in decisions.pipelined:
+            self.nominated[tasks[placement.task]] = placement.node
+        for note in decisions.notes:
+            self._note(now, int(jobs[note.job]), int(tasks[note.task]) if note.task >= 0 else -1, note.kind,
+                       note.reason, note.message)
+        if now < decisions.wake_at < math.inf and decisions.wake_at not in self.wakes:
+            self.wakes.add(decisions.wake_at)
+            heapq.heappush(self.heap, (decisions.wake_at, WAKE, -1, 0))
         for placement in decisions.pipelined:
             # Pipelining is not kept between sessions: the same snapshot pipelines the same way,
             # so it is no change; the release it waits for is an event that runs the next session.
@@ -176,6 +246,57 @@ class Simulation:
         for j in jobs:
             self._maybe_start(now, int(j))
         return _to_full(decisions, jobs, tasks), changed
+
+    def _kept(self, now: float, jobs: np.ndarray, tasks: np.ndarray) -> dict:
+        """The between-session arrays of the State, for the session's jobs and pods."""
+        start = np.full(len(tasks), np.nan)
+        holding = self.open_run[tasks] >= 0
+        start[holding] = [self.trace.runs[r][2] for r in self.open_run[tasks][holding]]
+        usage = None
+        args = self.p.policy.slurm
+        if args is not None and args.slurmdbd and args.weight_fairshare:
+            from .slurm import decayed_usage
+
+            usage = decayed_usage(self.p, np.array(self.trace.runs, float).reshape(-1, 5), now)
+        return {"task_start": start, "task_nominated": self.nominated[tasks],
+                "task_waiting_since": self.waiting_since[tasks], "job_eligible": self.eligible[jobs],
+                "job_suspended": self.suspended[jobs], "assoc_usage": usage}
+
+    def _keep_waiting(self, now: float, tasks: np.ndarray, decisions: Decisions) -> bool:
+        """Pods reserved at Permit stay Allocated on their node; ones the session no longer keeps
+        (rejected, timed out) are Pending again. True if that changed anything."""
+        changed = False
+        waiting = {int(tasks[w.task]): w.node for w in decisions.waiting}
+        for t in tasks[self.status[tasks] == TaskStatus.ALLOCATED]:
+            if int(t) not in waiting:
+                self.status[t], self.node[t], self.waiting_since[t] = TaskStatus.PENDING, -1, np.nan
+                changed = True
+        for t, node in waiting.items():
+            if self.status[t] == TaskStatus.PENDING:
+                self.status[t], self.node[t], self.waiting_since[t] = TaskStatus.ALLOCATED, node, now
+                changed = True
+        self.waiting_since[self.status != TaskStatus.ALLOCATED] = np.nan
+        return changed
+
+    def _note(self, now: float, j: int, t: int, kind: str, reason: str, message: str) -> None:
+        """Log a session's note as an event when it differs from the last one of its kind."""
+        key = (j, t, kind)
+        if self.last_note.get(key) != (reason, message):
+            self.last_note[key] = (reason, message)
+            self._log(now, kind, j, t, -1, reason, message)
+
+    def _create_pods(self, now: float, j: int) -> None:
+        """The workload controller creates the job's missing pods, each through the API server's
+        ResourceQuota admission; a refused one is retried later (before the next session)."""
+        quotas = self.c.quotas
+        for t in range(self.c.job_pods[j], self.c.job_pods[j + 1]):
+            if self.created[t]:
+                continue
+            refused = quotas.admit(t, self.created & (self.status != TaskStatus.SUCCEEDED)) if quotas else None
+            if refused:
+                self._note(now, j, t, "Rejected", "FailedCreate", refused)
+            else:
+                self.created[t] = True
 
     def _set_phase(self, now: float, j: int, phase: int) -> bool:
         old = self.phase[j]
@@ -200,8 +321,8 @@ class Simulation:
         self._log(now, "Bound", int(self.p.task_job[t]), t, node, "Scheduled", reason)
 
     def _maybe_start(self, now: float, j: int) -> None:
-        """The job's work runs once minAvailable pods run."""
-        if not math.isnan(self.run_start[j]):
+        """The job's work runs once minAvailable pods run (and its time limit counts from then)."""
+        if not math.isnan(self.run_start[j]) or self.suspended[j]:
             return
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
         running = self.status[lo:hi] == TaskStatus.RUNNING
@@ -216,9 +337,12 @@ class Simulation:
         remaining = (self.c.job_work[j] - self.work_done[j]) / speed
         self.version[j] += 1
         heapq.heappush(self.heap, (now + setup + remaining, FINISH, j, int(self.version[j])))
+        limit = self.p.job_time_limit[j] - self.limit_used[j]
+        if setup + remaining > limit:
+            heapq.heappush(self.heap, (now + limit, TIMEOUT, j, int(self.version[j])))
         self._log(now, "Started", j, message=f"{int(running.sum())} pods running")
 
-    def _finish(self, now: float, j: int) -> None:
+    def _finish(self, now: float, j: int, kind: str = "Completed", reason: str = "", message: str = "") -> None:
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
         for t in range(lo, hi):
             if self.status[t] == TaskStatus.RELEASING:
@@ -229,7 +353,53 @@ class Simulation:
         self.phase[j] = PodGroupPhase.COMPLETED
         self.end_time[j] = now
         self.work_done[j] = self.c.job_work[j]
-        self._log(now, "Completed", j)
+        self._log(now, kind, j, reason=reason, message=message)
+
+    def _time_out(self, now: float, j: int) -> None:
+        """The job reached its time limit: its processes are killed (Slurm's TIMEOUT state); the work
+        done so far is not finished work."""
+        done = self.work_done[j] + max(0.0, now - self.run_start[j])
+        self.version[j] += 1  # cancels the FINISH event
+        self._finish(now, j, "Timeout", "TimeLimit", f"CANCELLED DUE TO TIME LIMIT ({self.p.job_time_limit[j]:g}s)")
+        self.work_done[j] = min(done, self.c.job_work[j])
+        self.final_state[j] = "Timeout"
+
+    def _preempt_job(self, now: float, j: int, eviction) -> None:
+        """A whole job preempted the way its mode says: requeue (pods deleted, the job pending
+        again once they are gone, not before now + requeue_hold), cancel (pods deleted, the job
+        ends: Preempted), suspend (pods keep their nodes, work and time limit pause)."""
+        lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
+        holding = [t for t in range(lo, hi) if self.status[t] == TaskStatus.RUNNING]
+        for t in holding:
+            self.evictions[j] += 1
+            self._log(now, "Evicted", j, t, int(self.node[t]), eviction.action, eviction.reason)
+        if not math.isnan(self.run_start[j]):
+            self.limit_used[j] += now - self.run_start[j]
+            if eviction.mode == "suspend":
+                self.work_done[j] += now - self.run_start[j] - (self.c.job_restart_cost[j] if self.restarts[j] else 0.0)
+                self.run_start[j] = math.nan
+                self.version[j] += 1
+            else:
+                self._stop_work(now, j)
+        if eviction.mode == "suspend":
+            self.suspended[j] = True
+            for t in holding:
+                self._close_run(t, now)
+            self._log(now, "Suspended", j, reason="Preempted", message=eviction.reason)
+            return
+        for t in holding:
+            self._terminate(now, t)
+        if eviction.mode == "requeue":
+            self.restarts[j] += 1
+            self.limit_used[j] = 0.0
+            self.eligible[j] = now + self.p.policy.requeue_hold
+            self._log(now, "Restarting", j, reason="Requeue", message=f"BeginTime={self.eligible[j]:g} ({eviction.reason})")
+            return
+        self.done[j] = True
+        self.phase[j] = PodGroupPhase.COMPLETED
+        self.end_time[j] = now
+        self.final_state[j] = "Preempted"
+        self._log(now, "Cancelled", j, reason="Preempted", message=eviction.reason)
 
     # ---------------------------------------------------------------------------- evictions
 
@@ -288,6 +458,8 @@ class Simulation:
         # the whole job restarted: pods are recreated only after the PodGroup is enqueued again
         self.created[lo:hi] = False
         self.phase[j] = PodGroupPhase.PENDING
+        if self.p.policy.pods_at_submit:
+            self._create_pods(now, j)  # a Job's or a requeued batch job's pods come back at once
 
     # ---------------------------------------------------------------------------- records
 
@@ -301,8 +473,9 @@ class Simulation:
         self.trace.events.append((time, kind, job, task, node, reason, message))
 
 
-def subproblem(problem: Problem, jobs: np.ndarray, tasks: np.ndarray) -> Problem:
-    """The Problem restricted to the given jobs and tasks (tasks must belong to those jobs)."""
+def subproblem(problem: Problem, jobs: np.ndarray, tasks: np.ndarray, policy=None) -> Problem:
+    """The Problem restricted to the given jobs and tasks (tasks must belong to those jobs), under
+    `policy` when given (the same policy with only the actions due)."""
     job_map = np.full(problem.n_jobs, -1, np.int64)
     job_map[jobs] = np.arange(len(jobs))
     fields = {}
@@ -314,6 +487,8 @@ def subproblem(problem: Problem, jobs: np.ndarray, tasks: np.ndarray) -> Problem
             value = tuple(value[t] for t in tasks) if name == "task_names" else value[tasks]
         fields[name] = value
     fields["task_job"] = job_map[problem.task_job[tasks]]
+    if policy is not None:
+        fields["policy"] = policy
     fields["job_rank"] = rank_by(list(problem.job_rank[jobs]))
     fields["task_rank"] = rank_by(list(problem.task_rank[tasks]))
     return Problem(**fields)
@@ -379,7 +554,8 @@ class RunRecord:
     (PodGroupPhase), ``enqueue_time``/``start_time``/``end_time`` (NaN = not yet), ``evictions``
     (pods evicted), ``lost_work`` (seconds). ``runs`` (K, 5): task, node, start, end, evicted per
     pod run (end/evicted NaN = not yet). ``events``: (time, kind, job, task, node, reason, message)
-    tuples with -1 for no task/node. ``sessions``: sessions run.
+    tuples with -1 for no task/node. ``sessions``: sessions run. ``state`` (J,) optional, a job
+    state that overrides the derived one ("Timeout", "Preempted", "Suspended"; "" = none).
     """
 
     done: np.ndarray
@@ -393,6 +569,7 @@ class RunRecord:
     runs: np.ndarray
     events: list[tuple]
     sessions: int
+    state: np.ndarray | None = None
 
 
 def record_of(sim: Simulation) -> RunRecord:
@@ -400,6 +577,7 @@ def record_of(sim: Simulation) -> RunRecord:
         done=sim.done, running=~np.isnan(sim.run_start), phase=sim.phase, enqueue_time=sim.enqueue_time,
         start_time=sim.start_time, end_time=sim.end_time, evictions=sim.evictions, lost_work=sim.lost_work,
         runs=np.array(sim.trace.runs, float).reshape(-1, 5), events=sim.trace.events, sessions=sim.trace.sessions,
+        state=np.where(sim.suspended & ~sim.done, "Suspended", sim.final_state),
     )
 
 
@@ -413,6 +591,8 @@ def result_of(c: Compiled, sim: RunRecord) -> Result:
     state = np.where(sim.done, "Completed",
                      np.where(sim.running, "Running",
                               np.where(sim.phase == PodGroupPhase.PENDING, "Pending", "Inqueue")))
+    if sim.state is not None:
+        state = np.where(sim.state != "", sim.state, state)
     jobs = pd.DataFrame({
         "name": [j.name for j in scenario.jobs],
         "namespace": [j.namespace for j in scenario.jobs],
