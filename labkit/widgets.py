@@ -252,9 +252,9 @@ class Panel:
         self._controls = {name: knob.widget() for name, knob in self.knobs.items()}
         for name, control in self._controls.items():
             control.observe(lambda change, name=name: self.set(name, change["new"]), names="value")
-        self._status = w.HTML()
-        self._charts = [w.HTML() for _ in self.chart_names]
-        self._table = w.HTML()
+        self._status = w.HTML().add_class("labkit-status")
+        self._charts = [w.HTML().add_class("labkit-chart") for _ in self.chart_names]
+        self._table = w.HTML().add_class("labkit-table")
         self.refresh()
 
     def scenario(self, values: dict[str, Any] | None = None) -> Scenario:
