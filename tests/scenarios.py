@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from hypothesis import strategies as st
 
 from labkit import spec
@@ -134,4 +135,251 @@ def unconserved_work(result: Result) -> list[tuple]:
         setup = pods * n_restarts * parse_duration(job.restart_cost)
         if not productive - 1e-6 <= ran <= productive + setup + 1e-6:
             bad.append((name, ran, productive, setup))
+    return bad
+
+
+# ------------------------------------------------------------------------------------------- engine parity
+
+
+def _volcano_conf(actions: str, tier1: list[dict], tier2: list[dict]) -> dict:
+    return {"actions": actions, "tiers": [{"plugins": tier1}, {"plugins": tier2}]}
+
+
+_TIER1 = [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]
+ENGINE_CONFS = {
+    "capacity": _volcano_conf("enqueue, allocate, backfill, reclaim, preempt", _TIER1, [
+        {"name": "drf"}, {"name": "predicates"}, {"name": "capacity"}, {"name": "nodeorder"}]),
+    "sla": _volcano_conf("enqueue, allocate, backfill, preempt, reclaim", _TIER1 + [
+        {"name": "sla", "arguments": {"sla-waiting-time": "20m"}}], [
+        {"name": "overcommit", "arguments": {"overcommit-factor": 1.5}}, {"name": "drf"}, {"name": "predicates"},
+        {"name": "proportion"}, {"name": "nodeorder"}]),
+    "binpack-gpu": _volcano_conf("enqueue, allocate, preempt, backfill", [
+        {"name": "priority"}, {"name": "gang", "enableJobStarving": False}, {"name": "conformance"}], [
+        {"name": "drf", "enableJobOrder": False}, {"name": "predicates"}, {"name": "proportion"},
+        {"name": "nodeorder", "arguments": {"leastrequested.weight": 0, "mostrequested.weight": 2,
+                                            "balancedresource.weight": 3}},
+        {"name": "binpack", "arguments": {"binpack.weight": 5, "binpack.cpu": 1, "binpack.memory": 0,
+                                          "binpack.resources": "nvidia.com/gpu",
+                                          "binpack.resources.nvidia.com/gpu": 4}}]),
+    "no-enqueue": _volcano_conf("allocate, backfill, reclaim", _TIER1, [
+        {"name": "drf"}, {"name": "predicates"}, {"name": "proportion", "enabledOverused": False},
+        {"name": "nodeorder"}]),
+    "one-tier": {"actions": "enqueue, reclaim, allocate, preempt", "tiers": [{"plugins": [
+        {"name": "gang", "enablePreemptable": False}, {"name": "priority"}, {"name": "drf"},
+        {"name": "conformance"}, {"name": "proportion"}, {"name": "predicates"}, {"name": "binpack"}]}]},
+}
+"""Scheduler confs beyond the presets, for the engines to agree on: capacity, sla, binpack and
+nodeorder weights, switches turned off, other action orders, one tier."""
+
+
+@st.composite
+def engine_scenarios(draw, max_jobs: int = 12) -> spec.Scenario:
+    """Small scenarios covering what the two engines must agree on: everything `scenarios()`
+    draws plus several task roles, a job minAvailable below the task minima (elastic gangs),
+    node selectors and taints, node speeds and `work`, best-effort and system-critical pods,
+    queue deserved/guarantee/priority/reclaimable, preemptionPolicy Never, job `status`
+    snapshots, and the confs of `ENGINE_CONFS`."""
+    n_pools = draw(st.integers(1, 3))
+    pools = []
+    for i in range(n_pools):
+        pool = {"name": f"p{i}", "count": draw(st.integers(1, 3)), "labels": {"pool": f"p{i}"},
+                "resources": {"nvidia.com/gpu": draw(st.sampled_from([2, 4, 8])), "cpu": draw(st.sampled_from([16, 32])),
+                              "memory": "256Gi", "pods": draw(st.sampled_from([4, 110]))},
+                "speed": draw(st.sampled_from([1.0, 1.0, 0.5, 2.0]))}
+        if i > 0 and draw(st.booleans()):
+            pool["taints"] = [{"key": "dedicated", "value": f"p{i}", "effect": "NoSchedule"}]
+        pools.append(pool)
+    n_queues = draw(st.integers(1, 3))
+    queues = []
+    for q in range(n_queues):
+        queue = {"name": f"q{q}", "weight": draw(st.integers(1, 4)), "priority": draw(st.sampled_from([0, 0, 1])),
+                 "reclaimable": draw(st.sampled_from([True, True, False]))}
+        capability = draw(st.integers(2, 16))
+        if draw(st.booleans()):
+            queue["capability"] = {"nvidia.com/gpu": capability}
+        if draw(st.booleans()):
+            queue["deserved"] = {"nvidia.com/gpu": draw(st.integers(1, capability)), "cpu": draw(st.integers(4, 48))}
+        if draw(st.integers(0, 3)) == 0:
+            queue["guarantee"] = {"nvidia.com/gpu": draw(st.integers(1, 2))}
+        queues.append(queue)
+    classes = [{"name": "low", "value": 10}, {"name": "high", "value": 1000},
+               {"name": "never", "value": 500, "preemptionPolicy": "Never"}]
+    jobs = []
+    for j in range(draw(st.integers(1, max_jobs))):
+        pool = pools[draw(st.integers(0, n_pools - 1))]
+        cap = pool["resources"]
+        tasks = []
+        for k in range(draw(st.sampled_from([1, 1, 1, 2]))):
+            replicas = draw(st.integers(1, 3))
+            resources = {}
+            gpus = draw(st.integers(0, cap["nvidia.com/gpu"]))
+            if gpus:
+                resources["nvidia.com/gpu"] = gpus
+            if draw(st.integers(0, 5)) > 0:
+                resources["cpu"] = draw(st.integers(1, cap["cpu"]))
+            task = {"name": ("worker", "ps")[k], "replicas": replicas,
+                    "minAvailable": draw(st.integers(0 if k else 1, replicas)), "resources": resources}
+            if draw(st.booleans()):
+                task["nodeSelector"] = {"pool": pool["name"]}
+            if pool.get("taints"):
+                task["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+            tasks.append(task)
+        job = {
+            "name": f"j{j}",
+            "namespace": draw(st.sampled_from(["default", "default", "default", "kube-system"])),
+            "queue": f"q{draw(st.integers(0, n_queues - 1))}",
+            "priorityClassName": draw(st.sampled_from(["low", "high", "never"])),
+            "submit": draw(st.integers(0, 3600)),
+            draw(st.sampled_from(["duration", "work"])): draw(st.integers(60, 4 * 3600)),
+            "gracePeriod": draw(st.sampled_from([0, 30, 120])),
+            "preemptible": draw(st.booleans()),
+            "tasks": tasks,
+        }
+        minimum = sum(t["minAvailable"] for t in tasks)
+        if minimum > 1 and draw(st.booleans()):
+            job["minAvailable"] = draw(st.integers(1, minimum - 1))
+        if draw(st.booleans()):
+            job["checkpointInterval"] = draw(st.sampled_from([300, 1800]))
+            job["restartCost"] = draw(st.sampled_from([0, 60]))
+        if draw(st.integers(0, 7)) == 0:
+            node = f"{pool['name']}-{draw(st.integers(0, pool['count'] - 1))}"
+            running = {"worker": [node]} if draw(st.booleans()) else {}
+            job["status"] = {"phase": "Running" if running else "Inqueue", "running": running}
+        jobs.append(job)
+    name = draw(st.sampled_from(POLICIES + list(ENGINE_CONFS)))
+    scheduler = _conf(name) if name in POLICIES else {"policy": name, "conf": ENGINE_CONFS[name]}
+    scheduler["schedulePeriod"] = draw(st.sampled_from([1, 1, 5]))
+    return spec.validate({"name": "parity", "cluster": {"pools": pools}, "queues": queues,
+                          "tenants": [{"name": "default"}, {"name": "kube-system"}],
+                          "priorityClasses": classes, "jobs": jobs, "scheduler": scheduler})
+
+
+# ------------------------------------------------------------------------------------------- kube-scheduler, Slurm
+
+KUBE_POLICIES = ["kube-default", "kube-coscheduling", "kube-mostallocated"]
+"""kube-mostallocated: the default profile with NodeResourcesFit MostAllocated over cpu and GPUs."""
+
+
+def _kube(policy: str) -> dict:
+    if policy != "kube-mostallocated":
+        return {"policy": policy}
+    fit = {"scoringStrategy": {"type": "MostAllocated",
+                               "resources": [{"name": "cpu", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 3}]}}
+    return {"policy": policy, "kube": {"profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": fit}]}]}}
+
+
+@st.composite
+def kube_scenarios(draw, max_jobs: int = 8) -> spec.Scenario:
+    """2-6 GPU nodes (one pool maybe tainted), a tenant with a ResourceQuota and a LimitRange, jobs of
+    1-3 pods with priorities (one class preemptionPolicy Never), under the kube-scheduler policies."""
+    pools = [{"name": f"p{i}", "count": draw(st.integers(1, 3)),
+              "resources": {"nvidia.com/gpu": draw(st.sampled_from([4, 8])), "cpu": 32, "memory": "256Gi"}}
+             for i in range(draw(st.integers(1, 2)))]
+    if len(pools) > 1 and draw(st.booleans()):
+        pools[1]["taints"] = [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]
+    max_gpu = max(p["resources"]["nvidia.com/gpu"] for p in pools)
+    quota = {"requests.nvidia.com/gpu": draw(st.integers(max_gpu, 3 * max_gpu)), "requests.cpu": 64}
+    tenants = [{"name": "team-a", "resourceQuota": {"hard": quota},
+                "limitRange": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "2"}}]}}]
+    classes = [{"name": "low", "value": 10}, {"name": "high", "value": 1000},
+               {"name": "never", "value": 1000, "preemptionPolicy": "Never"}]
+    jobs = []
+    for j in range(draw(st.integers(1, max_jobs))):
+        replicas = draw(st.integers(1, 3))
+        resources = {"nvidia.com/gpu": draw(st.integers(1, max_gpu))}
+        if draw(st.booleans()):
+            resources["cpu"] = draw(st.integers(1, 8))
+        task = {"name": "worker", "replicas": replicas, "minAvailable": draw(st.integers(1, replicas)),
+                "resources": resources}
+        if draw(st.booleans()):
+            task["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+        jobs.append({"name": f"j{j}", "namespace": draw(st.sampled_from(["default", "team-a"])),
+                     "priorityClassName": draw(st.sampled_from(["low", "high", "never"])),
+                     "submit": draw(st.integers(0, 1800)), "duration": draw(st.integers(60, 3600)),
+                     "gracePeriod": draw(st.sampled_from([0, 30])), "tasks": [task]})
+    return spec.validate({"name": "kube", "cluster": {"pools": pools}, "tenants": tenants, "priorityClasses": classes,
+                          "jobs": jobs, "scheduler": _kube(draw(st.sampled_from(KUBE_POLICIES)))})
+
+
+@st.composite
+def slurm_scenarios(draw, max_jobs: int = 8) -> spec.Scenario:
+    """2-6 nodes in one or two partitions (tiers), a QOS with GrpTRES and MaxTRESPerUser, jobs of 1-3
+    nodes with time limits (some shorter than their run), under backfill or builtin, with or without
+    preemption (REQUEUE, CANCEL, SUSPEND) and accounting."""
+    count = draw(st.integers(2, 6))
+    gpus = draw(st.sampled_from([4, 8]))
+    pools = [{"name": "n", "count": count, "resources": {"nvidia.com/gpu": gpus, "cpu": 8, "memory": "64Gi"}}]
+    partitions = [{"name": "low", "default": True}]
+    if draw(st.booleans()):
+        partitions.append({"name": "high", "priorityTier": 10, "preemptMode": "OFF"})
+    qos = [{"name": "capped", "grpTRES": {"gres/gpu": draw(st.integers(gpus, 3 * gpus))},
+            "maxTRESPerUser": {"node": draw(st.integers(1, 3))}}]
+    jobs = []
+    for j in range(draw(st.integers(1, max_jobs))):
+        duration = draw(st.integers(30, 1200))
+        job = {"name": f"j{j}", "submit": draw(st.integers(0, 600)), "duration": duration,
+               "partition": draw(st.sampled_from([p["name"] for p in partitions])),
+               "user": draw(st.sampled_from(["u1", "u2"])),
+               "tasks": [{"name": "node", "replicas": draw(st.integers(1, min(3, count))),
+                          "resources": {"nvidia.com/gpu": draw(st.integers(1, gpus)), "cpu": draw(st.integers(0, 8))}}]}
+        if draw(st.booleans()):
+            job["qos"] = "capped"
+        if draw(st.integers(0, 3)):
+            job["timeLimit"] = draw(st.sampled_from([60, 300, 900, 1800]))
+        jobs.append(job)
+    conf = {"SchedulerType": draw(st.sampled_from(["sched/backfill", "sched/builtin"])),
+            "SchedulerParameters": f"bf_interval={draw(st.sampled_from([5, 30]))}",
+            "PriorityWeightJobSize": 1000, "PriorityWeightPartition": 1000}
+    if draw(st.booleans()):
+        conf |= {"AccountingStorageType": "accounting_storage/slurmdbd", "AccountingStorageEnforce": "limits,qos",
+                 "PriorityWeightFairshare": 2000, "PriorityWeightAge": 500, "PriorityMaxAge": "1h"}
+    mode = draw(st.sampled_from(["OFF", "REQUEUE", "CANCEL", "SUSPEND"]))
+    if mode != "OFF" and len(partitions) > 1:
+        conf |= {"PreemptType": "preempt/partition_prio", "PreemptMode": mode}
+    return spec.validate({"name": "slurm", "cluster": {"pools": pools},
+                          "slurm": {"partitions": partitions, "qos": qos}, "jobs": jobs,
+                          "scheduler": {"policy": "random", "slurm": conf}})
+
+
+def qos_over_limits(result: Result) -> list[tuple]:
+    """(qos, user or '', time, TRES) wherever running jobs exceed a QOS's GrpTRES or MaxTRESPerUser,
+    when the policy enforces them (AccountingStorageEnforce=limits with slurmdbd)."""
+    conf = spec.scheduler_of(result.scenario).slurm
+    if conf is None or not conf.enforces_limits() or result.scenario.slurm is None:
+        return []
+    limits = {q.name: (q.grp_tres, q.max_tres_per_user) for q in result.scenario.slurm.qos}
+    jobs = {f"{j.namespace}/{j.name}": (j.qos or "normal", j.user or j.namespace) for j in result.scenario.jobs}
+    gpu = [c for c in result.tasks.columns if c.endswith("/gpu")]
+    bad = []
+    for t in instants(result):
+        running = _running(result.tasks, t)
+        use = pd.DataFrame({"qos": running.job.map(lambda k: jobs[k][0]), "user": running.job.map(lambda k: jobs[k][1]),
+                            "cpu": running.cpu, "gres/gpu": running[gpu].sum(axis=1), "node": 1.0})
+        for (qos, user), rows in use.groupby(["qos", "user"]):
+            group, per_user = limits.get(qos, ({}, {}))
+            for name, cap in per_user.items():
+                if rows[name].sum() > parse_quantity(cap) + 1e-6:
+                    bad.append((qos, user, t, name))
+        for qos, rows in use.groupby("qos"):
+            for name, cap in limits.get(qos, ({}, {}))[0].items():
+                if rows[name].sum() > parse_quantity(cap) + 1e-6:
+                    bad.append((qos, "", t, name))
+    return bad
+
+
+def quota_exceeded(result: Result) -> list[tuple]:
+    """(namespace, time, key) wherever the pods of a namespace that exist (created, not deleted) hold
+    more than its ResourceQuota: a pod refused at admission never appears in the tasks table, so the
+    pods that ran plus the ones still pending must fit."""
+    bad = []
+    for tenant in result.scenario.tenants:
+        if tenant.resource_quota is None:
+            continue
+        runs = result.tasks[result.tasks.job.str.startswith(f"{tenant.ns}/")]
+        for t in instants(result):
+            live = _running(runs, t)
+            for key, cap in tenant.resource_quota.hard.items():
+                column = key.removeprefix("requests.")
+                if column in live and live[column].sum() > parse_quantity(cap) + 1e-6:
+                    bad.append((tenant.ns, t, key))
     return bad

@@ -138,11 +138,16 @@ CoreFields = namedtuple("CoreFields", STATIC + MUTABLE)
 # ---------------------------------------------------------------------------------------- support
 
 
-def unsupported(problem: Problem) -> str | None:
-    """What in this Problem the numba core does not simulate, or None."""
+def unsupported(compiled: Compiled) -> str | None:
+    """What in this compiled scenario the numba core does not simulate, or None."""
+    problem = compiled.problem
     policy = problem.policy
     if policy.family != Family.VOLCANO:
-        return f"{Family(policy.family).name.lower()} policies (kube.py, slurm.py run on the reference engine)"
+        return f"{Family(policy.family).name.lower()} policies"
+    if policy.action_period is not None or policy.pods_at_submit or compiled.quotas is not None:
+        return "action periods, pods at submit or ResourceQuota admission"
+    if np.isfinite(problem.job_time_limit).any():
+        return "job time limits"
     kinds = [Plugin(k) for k in policy.plugin_kind]
     for kind in set(kinds):
         if kinds.count(kind) > 1:
@@ -263,7 +268,7 @@ def static_arrays(c: Compiled) -> dict:
     return arrays
 
 
-def mutable_arrays(st: dict, scale: int) -> dict:
+def mutable_arrays(st: dict, scale: float) -> dict:
     """Fresh clock state and session scratch; ``scale`` multiplies the buffers whose size a run
     cannot bound in advance (events, pod runs, clock events, fit-error nodes)."""
     n_nodes, n_res = st["node_alloc"].shape
@@ -271,9 +276,8 @@ def mutable_arrays(st: dict, scale: int) -> dict:
     n_pairs = len(st["pair_min"])
     max_pairs = int(np.diff(st["j_pair"]).max()) if n_jobs else 1
     f, i64, b = np.float64, np.int64, np.bool_
-    events = scale * (4 * n_jobs + 4 * n_tasks + 64)
-    heap = scale * (n_jobs + 2 * n_tasks + 64)
-    runs = scale * (n_tasks + 16)
+    events, heap, runs, fit_nodes = (max(8, int(scale * size)) for size in (
+        4 * n_jobs + 4 * n_tasks + 64, n_jobs + 2 * n_tasks + 64, n_tasks + 16, n_nodes + 64))
 
     def full(shape, value, dtype):
         return np.full(shape, value, dtype)
@@ -300,7 +304,7 @@ def mutable_arrays(st: dict, scale: int) -> dict:
         "s_phase": full(n_jobs, 0, np.int8), "new_phase": full(n_jobs, 0, np.int8),
         "closed": full(n_jobs, 0, i64), "candidates": full(n_jobs, 0, i64),
         "fit": full(n_tasks, False, b), "fit_tasks": full(n_tasks, 0, i64), "fit_start": full(n_tasks, 0, i64), "fit_len": full(n_tasks, 0, i64),
-        "fit_pool": full(scale * (n_nodes + 64), 0, i64), "pr_fail": full(n_pairs, False, b),
+        "fit_pool": full(fit_nodes, 0, i64), "pr_fail": full(n_pairs, False, b),
         "pod_cnt": full(n_nodes, 0.0, f), "pod_sum": full((n_nodes, 3), 0.0, f), "pod_zero": full((n_nodes, 2), 0.0, f),
         "d_alloc": full((n_jobs, n_res), 0.0, f), "d_share": full(n_jobs, 0.0, f),
         "d_mark": full(n_jobs, 0, i64),
@@ -341,7 +345,7 @@ def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
         _CACHE.move_to_end(key)
         return _CACHE[key]
     compiled = compile_scenario(scenario)
-    why = unsupported(compiled.problem)
+    why = unsupported(compiled)
     entry = (compiled, static_arrays(compiled) if why is None else {}, why)
     _CACHE[key] = entry
     if len(_CACHE) > _CACHE_SIZE:
@@ -349,11 +353,10 @@ def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
     return entry
 
 
-def run(compiled: Compiled, static: dict) -> RunRecord:
-    """Run the compiled scenario on the numba core."""
+def run(compiled: Compiled, static: dict, scale: float = 1.0) -> RunRecord:
+    """Run the compiled scenario on the numba core (buffers sized by ``scale``, grown on need)."""
     from .core_clock import run as run_core
 
-    scale = 1
     while True:
         mutable = mutable_arrays(static, scale)
         fields = CoreFields(**static, **mutable)

@@ -11,6 +11,8 @@ points) as plain ints, which numba folds into constants.
 
 from __future__ import annotations
 
+import hashlib
+
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils, imputils
@@ -100,7 +102,8 @@ class CoreState(types.Type):
     def __init__(self, fields):
         self.fields = tuple((name, types.unliteral(typ)) for name, typ in fields)
         self.field_index = {name: i for i, (name, _) in enumerate(self.fields)}
-        super().__init__(name="CoreState(" + ", ".join(f"{n}: {t}" for n, t in self.fields) + ")")
+        spec = ", ".join(f"{n}: {t}" for n, t in self.fields)
+        super().__init__(name=f"CoreState_{hashlib.sha1(spec.encode()).hexdigest()[:16]}")
 
 
 @register_model(CoreState)

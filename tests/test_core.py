@@ -1,0 +1,97 @@
+"""The numba core decides what the reference engine decides: identical `jobs` and `tasks` tables
+and the same event sequence, on random scenarios and on the shipped presets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import labkit
+from labkit import spec
+from labkit.engine import core
+from labkit.engine.reference import run_session
+from labkit.errors import LabkitError
+from scenarios import engine_scenarios, scenarios
+
+EVENT_KEY = ["time", "kind", "job", "task", "node"]
+QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+
+def assert_same(scenario: spec.Scenario) -> tuple[labkit.Result, labkit.Result]:
+    fast = labkit.simulate(scenario, engine="numba")
+    slow = labkit.simulate(scenario, engine="reference")
+    assert (fast.info["engine"], slow.info["engine"]) == ("numba", "reference")
+    pd.testing.assert_frame_equal(fast.jobs, slow.jobs)
+    pd.testing.assert_frame_equal(fast.tasks, slow.tasks)
+    pd.testing.assert_frame_equal(fast.events[EVENT_KEY], slow.events[EVENT_KEY])
+    assert fast.info["sessions"] == slow.info["sessions"]
+    return fast, slow
+
+
+@settings(max_examples=220, deadline=None, suppress_health_check=QUIET)
+@given(engine_scenarios())
+def test_random_scenarios_decide_the_same(scenario):
+    assert_same(scenario)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=QUIET)
+@given(scenarios())
+def test_property_scenarios_decide_the_same(scenario):
+    assert_same(scenario)
+
+
+def test_case_study_week_is_identical():
+    fast, slow = assert_same(spec.preset("case-study"))
+    pd.testing.assert_frame_equal(fast.events, slow.events)  # the reasons and messages too
+
+
+def test_fragmentation_is_identical():
+    fast, slow = assert_same(spec.preset("fragmentation"))
+    pd.testing.assert_frame_equal(fast.events, slow.events)
+
+
+def hierarchical_drf() -> spec.Scenario:
+    data = spec.dump(spec.preset("fragmentation"))
+    scenario = spec.loads(data).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for plugin in scenario["scheduler"]["conf"]["tiers"][1]["plugins"]:
+        if plugin["name"] == "drf":
+            plugin["enableHierarchy"] = True
+    scenario["scheduler"]["conf"]["tiers"][1]["plugins"] = [
+        p for p in scenario["scheduler"]["conf"]["tiers"][1]["plugins"] if p["name"] != "proportion"]
+    return spec.validate(scenario)
+
+
+def test_what_the_core_does_not_simulate_runs_on_the_reference_and_says_so():
+    result = labkit.simulate(hierarchical_drf())
+    assert result.info["engine"] == "reference (the numba core does not simulate hierarchical drf)"
+    with pytest.raises(LabkitError, match="numba core does not simulate hierarchical drf"):
+        labkit.simulate(hierarchical_drf(), engine="numba")
+
+
+def test_engine_choice():
+    scenario = spec.preset("fragmentation")
+    assert labkit.simulate(scenario).info["engine"] == "numba"
+    assert labkit.simulate(scenario, session=run_session).info["engine"] == "reference"
+    with pytest.raises(LabkitError, match="custom session"):
+        labkit.simulate(scenario, session=run_session, engine="numba")
+    with pytest.raises(LabkitError, match="expected auto, numba or reference"):
+        labkit.simulate(scenario, engine="gpu")
+
+
+def test_a_changed_queue_weight_runs_again():
+    scenario = spec.preset("case-study")
+    before = labkit.simulate(scenario)
+    data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data["queues"][1]["weight"] = 1  # team-b: 3 -> 1
+    after = labkit.simulate(spec.validate(data))
+    assert not after.jobs.equals(before.jobs)
+    pd.testing.assert_frame_equal(labkit.simulate(scenario).jobs, before.jobs)
+
+
+def test_small_buffers_grow_and_give_the_same_run():
+    compiled, static, missing = core.prepare(spec.preset("fragmentation"))
+    assert missing is None
+    whole, grown = core.run(compiled, static), core.run(compiled, static, scale=0.01)
+    assert grown.events == whole.events and np.array_equal(grown.runs, whole.runs, equal_nan=True)
