@@ -180,11 +180,20 @@ def _four_jobs_starts(d_duration: int | None = None) -> dict[str, float]:
     return dict(zip(jobs.name, jobs.start))
 
 
+def _overtaking(policy: str) -> list[str]:
+    """Jobs of the four-job workload submitted after b that start before it."""
+    jobs = simulate(cases.four_jobs(policy)).jobs.set_index("name")
+    return [n for n in jobs.index if jobs.submit[n] > jobs.submit["b"] and jobs.start[n] < jobs.start["b"]]
+
+
 @_check("ch04.q1")
 def _overtook(answer: list[str]) -> tuple[bool, str]:
-    jobs = simulate(cases.four_jobs()).jobs.set_index("name")
-    expected = [n for n in jobs.index if jobs.submit[n] > jobs.submit["b"] and jobs.start[n] < jobs.start["b"]]
-    return sorted(answer) == sorted(expected), "compare submit and start times with b's"
+    return sorted(answer) == sorted(_overtaking("volcano-shipped")), "compare submit and start times with b's"
+
+
+@_check("ch04.q3")
+def _backfilled(answer: list[str]) -> tuple[bool, str]:
+    return sorted(answer) == sorted(_overtaking("slurm-backfill")), "only a job that ends before b's reservation may go"
 
 
 @_check("ch04.q2")
