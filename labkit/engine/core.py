@@ -52,6 +52,7 @@ from .core_state import (
     I_OVERFLOW,
     I_RUNS,
     I_SESSIONS,
+    I_WATER_FILLED,
     MSG_BACKFILL,
     MSG_FITS_FUTURE,
     MSG_FITS_IDLE,
@@ -121,12 +122,12 @@ MUTABLE = (
     # the clock
     "present", "done", "phase", "created", "status", "node", "open_run", "pip_on", "pip_action",
     "run_start", "work_done", "lost_work", "enq_t", "start_t", "end_t", "evictions", "restarts", "version",
-    "n_used", "n_rel", "n_pip", "n_zero", "j_cnt", "j_pbe", "pr_cnt", "pr_pbe", "j_alloc", "j_preq",
-    "q_use", "o_base", "live", "is_live", "close_mark", "to_close", "start_mark", "to_start", "h_time", "h_key", "ev_time", "ev_int", "runs", "ints",
+    "n_used", "n_rel", "n_pip", "pods", "j_cnt", "j_pbe", "pr_cnt", "pr_pbe", "j_alloc", "j_preq",
+    "q_use", "o_base", "q_live", "q_first", "live", "is_live", "close_mark", "to_close", "start_mark", "to_start", "h_time", "h_key", "ev_time", "ev_int", "runs", "ints",
     # one session's scratch
-    "s_phase", "new_phase", "closed", "candidates", "fit", "fit_tasks", "fit_start", "fit_len", "fit_pool", "pr_fail",
-    "pod_cnt", "pod_sum", "pod_zero", "d_alloc", "d_share", "d_mark",
-    "a_has", "a_order", "a_met", "a_alloc", "a_req", "a_inq", "a_el", "a_des", "a_share", "o_idle", "o_inq",
+    "s_phase", "sp_mark", "new_phase", "closed", "candidates", "fit", "fit_tasks", "fit_start", "fit_len", "fit_pool", "pr_fail",
+    "d_alloc", "d_share", "d_mark",
+    "a_has", "a_order", "a_met", "wf_order", "wf_req", "wf_des", "a_alloc", "a_req", "a_inq", "a_el", "a_des", "a_share", "o_idle", "o_inq",
     "q_seen", "q_off", "q_order", "qh", "jh", "jh_n", "jl", "jl_n", "th", "th_n",
     "l_tasks", "cand", "vic", "vtmp", "vh", "mark", "occ", "occ_mark", "rem", "rem_mark", "qrem", "qrem_mark",
     "node_mark", "feas", "nlist", "unres", "score", "norder", "cache", "cache_mark",
@@ -268,6 +269,12 @@ def static_arrays(c: Compiled) -> dict:
     return arrays
 
 
+def _ints() -> np.ndarray:
+    ints = np.zeros(N_INTS, np.int64)
+    ints[I_WATER_FILLED] = -1  # no deserved computed yet
+    return ints
+
+
 def mutable_arrays(st: dict, scale: float) -> dict:
     """Fresh clock state and session scratch; ``scale`` multiplies the buffers whose size a run
     cannot bound in advance (events, pod runs, clock events, fit-error nodes)."""
@@ -291,24 +298,26 @@ def mutable_arrays(st: dict, scale: float) -> dict:
         "enq_t": full(n_jobs, np.nan, f), "start_t": full(n_jobs, np.nan, f), "end_t": full(n_jobs, np.nan, f),
         "evictions": full(n_jobs, 0, i64), "restarts": full(n_jobs, 0, i64), "version": full(n_jobs, 0, i64),
         "n_used": full((n_nodes, n_res), 0.0, f), "n_rel": full((n_nodes, n_res), 0.0, f),
-        "n_pip": full((n_nodes, n_res), 0.0, f), "n_zero": full((n_nodes, 2), 0.0, f),
+        "n_pip": full((n_nodes, n_res), 0.0, f), "pods": full((n_nodes, 6), 0.0, f),
         "j_cnt": full((n_jobs, N_STATUS), 0, np.int32), "j_pbe": full(n_jobs, 0, i64),
         "pr_cnt": full((n_pairs, N_STATUS), 0, np.int32), "pr_pbe": full(n_pairs, 0, i64),
         "j_alloc": full((n_jobs, n_res), 0.0, f), "j_preq": full((n_jobs, n_res), 0.0, f),
         "q_use": full((4, n_queues, n_res), 0.0, f), "o_base": full((2, n_res), 0.0, f),
+        "q_live": full(n_queues, 0, i64), "q_first": full(n_queues, -1, i64),
         "live": full(n_jobs, -1, i64), "is_live": full(n_jobs, False, b),
         "close_mark": full(n_jobs, False, b), "to_close": full(n_jobs, 0, i64),
         "start_mark": full(n_jobs, False, b), "to_start": full(n_jobs, 0, i64), "h_time": full(heap, 0.0, f), "h_key": full((heap, 3), 0, i64),
         "ev_time": full(events, 0.0, f), "ev_int": full((events, 7), 0, np.int32),
-        "runs": full((runs, 5), np.nan, f), "ints": full(N_INTS, 0, i64),
-        "s_phase": full(n_jobs, 0, np.int8), "new_phase": full(n_jobs, 0, np.int8),
+        "runs": full((runs, 5), np.nan, f), "ints": _ints(),
+        "s_phase": full(n_jobs, 0, np.int8), "sp_mark": full(n_jobs, -1, i64), "new_phase": full(n_jobs, 0, np.int8),
         "closed": full(n_jobs, 0, i64), "candidates": full(n_jobs, 0, i64),
         "fit": full(n_tasks, False, b), "fit_tasks": full(n_tasks, 0, i64), "fit_start": full(n_tasks, 0, i64), "fit_len": full(n_tasks, 0, i64),
         "fit_pool": full(fit_nodes, 0, i64), "pr_fail": full(n_pairs, False, b),
-        "pod_cnt": full(n_nodes, 0.0, f), "pod_sum": full((n_nodes, 3), 0.0, f), "pod_zero": full((n_nodes, 2), 0.0, f),
         "d_alloc": full((n_jobs, n_res), 0.0, f), "d_share": full(n_jobs, 0.0, f),
         "d_mark": full(n_jobs, 0, i64),
         "a_has": full(n_queues, False, b), "a_order": full(n_queues, 0, i64), "a_met": full(n_queues, False, b),
+        "wf_order": full(n_queues, -1, i64), "wf_req": full((n_queues, n_res), 0.0, f),
+        "wf_des": full((n_queues, n_res), 0.0, f),
         "a_alloc": full((2, n_queues, n_res), 0.0, f), "a_req": full((2, n_queues, n_res), 0.0, f),
         "a_inq": full((2, n_queues, n_res), 0.0, f), "a_el": full((2, n_queues, n_res), 0.0, f),
         "a_des": full((2, n_queues, n_res), 0.0, f), "a_share": full((2, n_queues), 0.0, f),
@@ -377,39 +386,42 @@ def _record(c: Compiled, m: dict) -> RunRecord:
     )
 
 
-_ACTION_NAMES = {int(a): a.name.lower() for a in Action}
-_PHASE_NAMES = {int(p): p.name.title() for p in PodGroupPhase}
+_ACTIONS = np.array([a.name.lower() for a in sorted(Action)], object)
+_PHASE_CHANGES = np.array([[f"PodGroup {x.name.title()} -> {y.name.title()}" for y in sorted(PodGroupPhase)]
+                           for x in sorted(PodGroupPhase)], object)
+_PLACED = {MSG_FITS_IDLE: "fits Idle on ", MSG_BACKFILL: "best-effort task placed on ",
+           MSG_FITS_FUTURE: "fits FutureIdle on ", MSG_PREEMPTED_ROOM: "preempted room on ",
+           MSG_RECLAIMED_ROOM: "reclaimed room on "}
 
 
 def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> list[tuple]:
     """(time, kind, job, task, node, reason, message) tuples, with the reference engine's texts."""
-    kind, job, task, node, msg, a, b = (coded[:, k] for k in range(7))
+    kind, job, task, node, msg, a, b = (coded[:, k].astype(np.int64) for k in range(7))
+    nodes, tasks = np.array(p.node_names + ("",), object), np.array(p.task_names + ("",), object)
     reasons = np.full(len(time), "", object)
     messages = np.full(len(time), "", object)
     reasons[kind == EVENT_KINDS.index("Bound")] = "Scheduled"
     reasons[msg == MSG_RESTART] = "PodEvicted"
     messages[msg == MSG_RESTART] = "RestartJob: the gang fell below minAvailable"
     messages[msg == MSG_SNAPSHOT] = "running in the snapshot"
-    for code, text in ((MSG_FITS_IDLE, "fits Idle on {node} for {task}"),
-                       (MSG_BACKFILL, "best-effort task placed on {node} for {task}")):
+    for code, text in _PLACED.items():
         rows = np.flatnonzero(msg == code)
-        messages[rows] = [text.format(node=p.node_names[n], task=p.task_names[t]) for t, n in zip(a[rows], b[rows])]
-    for code, text in ((MSG_FITS_FUTURE, "fits FutureIdle on {node} for {task}"),
-                       (MSG_PREEMPTED_ROOM, "preempted room on {node} for {task}"),
-                       (MSG_RECLAIMED_ROOM, "reclaimed room on {node} for {task}")):
+        if code in (MSG_FITS_IDLE, MSG_BACKFILL):  # a bind names the task that made it, and its node
+            messages[rows] = text + nodes[b[rows]] + " for " + tasks[a[rows]]
+        else:  # a pipelined pod: its own node and name; the reason is the action
+            messages[rows] = text + nodes[node[rows]] + " for " + tasks[task[rows]]
+            reasons[rows] = _ACTIONS[a[rows]]
+    for code, text, action in ((MSG_PREEMPTED_BY, "preempted by ", "preempt"),
+                               (MSG_RECLAIMED_BY, "reclaimed by ", "reclaim")):
         rows = np.flatnonzero(msg == code)
-        messages[rows] = [text.format(node=p.node_names[n], task=p.task_names[t]) for t, n in zip(task[rows], node[rows])]
-        reasons[rows] = [_ACTION_NAMES[x] for x in a[rows]]
-    for code, text, action in ((MSG_PREEMPTED_BY, "preempted by {}", "preempt"),
-                               (MSG_RECLAIMED_BY, "reclaimed by {}", "reclaim")):
-        rows = np.flatnonzero(msg == code)
-        messages[rows] = [text.format(p.task_names[t]) for t in a[rows]]
+        messages[rows] = text + tasks[a[rows]]
         reasons[rows] = action
     rows = np.flatnonzero(msg == MSG_PHASE)
-    messages[rows] = [f"PodGroup {_PHASE_NAMES[x]} -> {_PHASE_NAMES[y]}" for x, y in zip(a[rows], b[rows])]
+    messages[rows] = _PHASE_CHANGES[a[rows], b[rows]]
     rows = np.flatnonzero(msg == MSG_PODS_RUNNING)
-    messages[rows] = [f"{x} pods running" for x in a[rows]]
+    if len(rows):
+        counts = np.array([f"{x} pods running" for x in range(int(a[rows].max()) + 1)], object)
+        messages[rows] = counts[a[rows]]
     names = np.array(EVENT_KINDS, object)[kind]
     return list(zip(time.tolist(), names.tolist(), job.tolist(), task.tolist(), node.tolist(), reasons.tolist(),
                     messages.tolist()))
-

@@ -18,6 +18,7 @@ from .core_state import (
     BOUND,
     CPU,
     FAILED,
+    I_SESSIONS,
     I_TO_CLOSE,
     I_TO_START,
     MEMORY,
@@ -186,6 +187,7 @@ def account(s, t, sign):
     n = s.node[t]
     if n < 0 or st == PENDING or st == SUCCEEDED or st == FAILED:
         return
+    pod_view(s, t, n, sign)
     if st == PIPELINED:
         add_row(s.n_pip[n], req, sign)
         return
@@ -193,10 +195,23 @@ def account(s, t, sign):
     add_row(s.o_base[1], req, sign)
     if st == RELEASING:
         add_row(s.n_rel[n], req, sign)
+
+
+@njit(cache=True)
+def pod_view(s, t, n, sign):
+    """The pods the node's Kubernetes NodeInfo holds (predicates' max pods, nodeorder's scores):
+    every task placed on it, but one evicted in the current session (``s.pods`` columns: count,
+    cpu, memory, gpu requested, pods without a cpu / memory request)."""
+    req, view = s.t_req[t], s.pods[n]
+    view[0] += sign
+    view[1] += sign * req[CPU]
+    view[2] += sign * req[MEMORY]
+    if s.gpu >= 0:
+        view[3] += sign * req[s.gpu]
     if req[CPU] <= 0:
-        s.n_zero[n, 0] += sign
+        view[4] += sign
     if req[MEMORY] <= 0:
-        s.n_zero[n, 1] += sign
+        view[5] += sign
 
 
 @njit(cache=True)
@@ -287,13 +302,29 @@ def set_job_phase(s, j, phase):
 @njit(cache=True)
 def set_live(s, j, live):
     """The job enters (leaves) the session snapshot: present and not done, or still releasing."""
+    q = s.j_queue[j]
     if live:
         touch(s, j)
         s.is_live[j] = True
         contribute(s, j, 1)
+        s.q_live[q] += 1
     else:
         contribute(s, j, -1)
         s.is_live[j] = False
+        s.q_live[q] -= 1
+
+
+@njit(cache=True)
+def session_phase(s, j):
+    """The PodGroup phase as the session sees it (enqueue may have moved it to Inqueue)."""
+    return s.s_phase[j] if s.sp_mark[j] == s.ints[I_SESSIONS] else s.phase[j]
+
+
+@njit(cache=True)
+def set_session_phase(s, j, phase):
+    s.s_phase[j] = phase
+    s.sp_mark[j] = s.ints[I_SESSIONS]
+    touch(s, j)
 
 
 # -------------------------------------------------------------------------------- job counters

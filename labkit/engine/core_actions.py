@@ -20,9 +20,11 @@ from .core_account import (
     less_equal,
     n_tasks,
     need_continue_allocating,
+    pod_view,
     scheduled,
+    session_phase,
+    set_session_phase,
     set_status,
-    touch,
 )
 from .core_plugins import (
     HEAP_JOB,
@@ -126,16 +128,15 @@ def place(s, t, n, status):
     """Session._place: the task goes Allocated or Pipelined on ``n``; its Allocate event fires."""
     drf_touch(s, s.t_job[t])
     set_status(s, t, status, n)
-    fire(s, t, n, 1)
+    fire(s, t, 1)
 
 
 @njit(cache=True)
 def unplace(s, t):
     """Session._unplace: back to Pending, off its node; its Deallocate event fires."""
-    n = s.node[t]
     drf_touch(s, s.t_job[t])
     set_status(s, t, PENDING, -1)
-    fire(s, t, n, -1)
+    fire(s, t, -1)
 
 
 @njit(cache=True)
@@ -143,7 +144,8 @@ def evict(s, t, ref):
     """Statement.Evict: the task is Releasing on its node (``ref``: the task it makes room for)."""
     drf_touch(s, s.t_job[t])
     set_status(s, t, RELEASING, s.node[t])
-    fire(s, t, s.node[t], -1)
+    pod_view(s, t, s.node[t], -1)
+    fire(s, t, -1)
     push_op(s, OP_EVICT, t, ref)
 
 
@@ -180,7 +182,8 @@ def discard(s, start):
         t = s.ops[k, 1]
         if s.ops[k, 0] == OP_EVICT:
             set_status(s, t, RUNNING, s.node[t])  # drf was touched by the eviction
-            fire(s, t, s.node[t], 1)
+            pod_view(s, t, s.node[t], 1)
+            fire(s, t, 1)
         else:
             unplace(s, t)
     s.ints[I_TOP] = start
@@ -342,45 +345,52 @@ def prioritize(s, t, m):
 
 
 @njit(cache=True)
+def sort_prefix(values, n):
+    """Sort ``values[:n]`` in place (insertion sort for the few jobs a session usually touches)."""
+    if n > 64:
+        values[:n].sort()
+        return
+    for i in range(1, n):
+        v = values[i]
+        k = i
+        while k > 0 and values[k - 1] > v:
+            values[k] = values[k - 1]
+            k -= 1
+        values[k] = v
+
+
+@njit(cache=True)
 def is_pending(phase):
     return phase == PH_PENDING or phase == PH_UNSET
 
 
 @njit(cache=True)
 def open_session(s):
-    """OpenSession on the live jobs: session phases, the queues with jobs in order of their first
-    job, room per queue in the job heaps, the jobs an action may act on (``s.candidates``:
-    Pending PodGroups and jobs with pending pods, as no session step creates either), the
-    nodes' pod view, then the plugins' state."""
-    live, n_live = s.live, s.ints[I_LIVE]
-    s.q_off[:] = 0
-    s.a_has[:] = False
-    n_queues, n_candidates, n_waiting = 0, 0, 0
-    for i in range(n_live):
-        j = live[i]
-        q = s.j_queue[j]
-        phase = s.phase[j]
-        s.s_phase[j] = phase
-        s.q_off[q + 1] += 1
-        if not s.a_has[q]:
-            s.a_has[q] = True
-            s.a_order[n_queues] = q
+    """OpenSession on the live jobs: the queues with jobs in order of their first job, room per
+    queue in the job heaps, the jobs an action may act on (``s.candidates``: Pending PodGroups
+    and jobs with pending pods, as no session step creates either), then the plugins' state."""
+    n_queues = 0
+    for q in range(s.q_live.size):
+        s.q_off[q + 1] = s.q_off[q] + s.q_live[q]
+        s.a_has[q] = s.q_live[q] > 0
+        if s.a_has[q]:  # insert by first live job
+            k = n_queues
+            while k > 0 and s.q_first[s.a_order[k - 1]] > s.q_first[q]:
+                s.a_order[k] = s.a_order[k - 1]
+                k -= 1
+            s.a_order[k] = q
             n_queues += 1
-        if is_pending(phase) or s.j_cnt[j, PENDING] > 0:
+    s.ints[I_ATTRS] = n_queues
+    n_candidates, n_waiting = 0, 0
+    for i in range(s.ints[I_LIVE]):
+        j = s.live[i]
+        waiting = is_pending(s.phase[j])
+        if waiting or s.j_cnt[j, PENDING] > 0:
             s.candidates[n_candidates] = j
             n_candidates += 1
-            n_waiting += is_pending(phase)
-    s.ints[I_ATTRS] = n_queues
+            n_waiting += waiting
     s.ints[I_CANDIDATES] = n_candidates
     s.ints[I_WAITING] = n_waiting
-    for q in range(s.q_off.size - 1):
-        s.q_off[q + 1] += s.q_off[q]
-    gpu = s.gpu
-    for n in range(s.n_used.shape[0]):
-        s.pod_cnt[n] = s.n_used[n, 2]
-        s.pod_sum[n, 0], s.pod_sum[n, 1] = s.n_used[n, 0], s.n_used[n, 1]
-        s.pod_sum[n, 2] = s.n_used[n, gpu] if gpu >= 0 else 0.0
-        s.pod_zero[n, 0], s.pod_zero[n, 1] = s.n_zero[n, 0], s.n_zero[n, 1]
     s.ints[I_FIT_POOL] = 0
     s.ints[I_FIT_TASKS] = 0
     s.ints[I_TOP] = 0
@@ -407,7 +417,7 @@ def podgroup_phase(s, j, unschedulable):
     done = scheduled(s, j)
     if done >= s.j_min[j]:
         return PH_COMPLETED if done == c[SUCCEEDED] + c[FAILED] else PH_RUNNING
-    return PH_INQUEUE if s.s_phase[j] == PH_INQUEUE else PH_PENDING
+    return PH_INQUEUE if session_phase(s, j) == PH_INQUEUE else PH_PENDING
 
 
 @njit(cache=True)
@@ -420,7 +430,7 @@ def close_session(s):
     these jobs count as touched for the next close), and the session's fit errors are
     forgotten."""
     n = s.ints[I_TO_CLOSE]
-    s.to_close[:n].sort()
+    sort_prefix(s.to_close, n)
     gang = s.of_kind[GANG] >= 0
     closed = 0
     for i in range(n):
@@ -452,6 +462,7 @@ def close_session(s):
     for k in range(s.ints[I_EVICTS]):
         t = s.evicts[k, 0]
         set_status(s, t, RUNNING, s.node[t])
+        pod_view(s, t, s.node[t], 1)
     for k in range(s.ints[I_FIT_TASKS]):
         t = s.fit_tasks[k]
         s.fit[t] = False
@@ -540,7 +551,7 @@ def enqueue(s, now):
         push_queue(s, q)
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
-        if is_pending(s.s_phase[j]):
+        if is_pending(session_phase(s, j)):
             push_job(s, s.j_queue[j], j)
     while s.ints[I_QUEUE_HEAP] > 0:
         q = pop_queue(s)
@@ -549,8 +560,7 @@ def enqueue(s, now):
         j = pop_job(s, q)
         if not s.j_has_minres[j] or vote(s, H_JOB_ENQUEUEABLE, j, now):
             job_enqueued(s, j)
-            s.s_phase[j] = PH_INQUEUE
-            touch(s, j)
+            set_session_phase(s, j, PH_INQUEUE)
         push_queue(s, q)
 
 
@@ -561,11 +571,10 @@ def allocate(s, now):
     start_action(s, ALLOCATE)
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
-        if is_pending(s.s_phase[j]):
+        if is_pending(session_phase(s, j)):
             if s.has_enqueue:
                 continue
-            s.s_phase[j] = PH_INQUEUE
-            touch(s, j)
+            set_session_phase(s, j, PH_INQUEUE)
         if s.j_cnt[j, PENDING] - s.j_pbe[j] == 0 or not job_valid(s, j):
             continue
         q = s.j_queue[j]
@@ -639,7 +648,7 @@ def backfill(s, now):
     start_action(s, BACKFILL)
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
-        if (s.j_pbe[j] == 0 and s.j_cnt[j, PIPELINED] == 0) or is_pending(s.s_phase[j]) or not job_valid(s, j):
+        if (s.j_pbe[j] == 0 and s.j_cnt[j, PIPELINED] == 0) or is_pending(session_phase(s, j)) or not job_valid(s, j):
             continue
         s.th_n[j] = 0
         if s.j_pbe[j] > 0:
@@ -790,7 +799,7 @@ def preempt(s, now):
     n_queues = 0
     for i in range(s.ints[I_LIVE]):
         j = s.live[i]
-        if is_pending(s.s_phase[j]) or not job_valid(s, j) or not job_starving(s, j):
+        if is_pending(session_phase(s, j)) or not job_valid(s, j) or not job_starving(s, j):
             continue
         q = s.j_queue[j]
         if first_sight(s, q):
@@ -862,7 +871,7 @@ def reclaim(s, now):
     start_action(s, RECLAIM)
     for i in range(s.ints[I_LIVE]):
         j = s.live[i]
-        if is_pending(s.s_phase[j]) or not job_valid(s, j):
+        if is_pending(session_phase(s, j)) or not job_valid(s, j):
             continue
         q = s.j_queue[j]
         if first_sight(s, q):

@@ -15,7 +15,7 @@ import math
 from numba import njit
 
 from .core_account import set_created, set_job_phase, set_live, set_status
-from .core_actions import run_session
+from .core_actions import run_session, sort_prefix
 from .core_state import (
     ALLOCATE,
     ARRIVAL,
@@ -163,11 +163,15 @@ def live_insert(s, j):
         i -= 1
     s.live[i] = j
     s.ints[I_LIVE] = n + 1
+    q = s.j_queue[j]
+    if s.q_first[q] < 0 or j < s.q_first[q]:
+        s.q_first[q] = j
     set_live(s, j, True)
 
 
 @njit(cache=True)
 def live_remove(s, j):
+    """The job leaves the snapshot; its queue's first live job moves to the next one."""
     set_live(s, j, False)
     n = s.ints[I_LIVE]
     i = 0
@@ -176,6 +180,13 @@ def live_remove(s, j):
     for k in range(i, n - 1):
         s.live[k] = s.live[k + 1]
     s.ints[I_LIVE] = n - 1
+    q = s.j_queue[j]
+    if s.q_first[q] == j:
+        s.q_first[q] = -1
+        for k in range(i, n - 1):
+            if s.j_queue[s.live[k]] == q:
+                s.q_first[q] = s.live[k]
+                break
 
 
 @njit(cache=True)
@@ -384,7 +395,7 @@ def session_once(s, now):
         if set_phase(s, now, j, s.new_phase[j]):
             changed = True
     n = s.ints[I_TO_START]
-    s.to_start[:n].sort()
+    sort_prefix(s.to_start, n)
     for i in range(n):
         j = s.to_start[i]
         s.start_mark[j] = False

@@ -71,6 +71,7 @@ from .core_state import (
     I_ATTRS,
     I_SESSIONS,
     I_STAMP,
+    I_WATER_FILLED,
     MEMORY,
     MIN_RESOURCE,
     OVERCOMMIT,
@@ -602,7 +603,7 @@ def predicate(s, t, n):
             return F_UNSCHEDULABLE_NODE
         if not s.class_ok[s.t_class[t], n]:
             return F_NODE_MISMATCH
-        if s.node_alloc[n, PODS] <= s.pod_cnt[n]:
+        if s.node_alloc[n, PODS] <= s.pods[n, 0]:
             return F_POD_LIMIT
     return F_OK
 
@@ -631,7 +632,7 @@ def non_zero(s, t, n, col, default):
     """k8s NonZeroRequested of the node's pods plus this one, for cpu (col 0) or memory (1)."""
     r = CPU if col == 0 else MEMORY
     own = s.t_req[t, r]
-    return int(s.pod_sum[n, col] + default * s.pod_zero[n, col] + (own if own > 0 else default))
+    return int(s.pods[n, 1 + col] + default * s.pods[n, 4 + col] + (own if own > 0 else default))
 
 
 @njit(cache=True)
@@ -653,7 +654,7 @@ def nodeorder_score(s, e, t, n):
         cap = s.node_alloc[n, r]
         if cap == 0:
             continue
-        f = min((s.pod_sum[n, k] + req[r]) / cap, 1.0)
+        f = min((s.pods[n, 1 + k] + req[r]) / cap, 1.0)
         if nf == 0:
             f0 = f
         elif nf == 1:
@@ -704,20 +705,10 @@ def capacity_share(s, q):
 
 
 @njit(cache=True)
-def fire(s, t, n, sign):
-    """Allocate (``sign`` 1) / Deallocate (-1) event of task ``t`` on node ``n``: the node's k8s
-    pod view and the plugins' shares follow."""
+def fire(s, t, sign):
+    """Allocate (``sign`` 1) / Deallocate (-1) event of task ``t``: the plugins' shares follow
+    (the nodes' pod view follows the task's status, see ``core_account.pod_view``)."""
     req = s.t_req[t]
-    if n >= 0:
-        s.pod_cnt[n] += sign
-        s.pod_sum[n, 0] += sign * req[CPU]
-        s.pod_sum[n, 1] += sign * req[MEMORY]
-        if s.gpu >= 0:
-            s.pod_sum[n, 2] += sign * req[s.gpu]
-        if req[CPU] <= 0:
-            s.pod_zero[n, 0] += sign
-        if req[MEMORY] <= 0:
-            s.pod_zero[n, 1] += sign
     j = s.t_job[t]
     if s.of_kind[DRF] >= 0:  # drf_touch(s, j) ran before the status change
         add_row(s.d_alloc[j], req, sign)
@@ -790,11 +781,29 @@ def water_fill(s):
 
 
 @njit(cache=True)
+def deserved_cached(s):
+    """proportion's deserved from the last session, if its inputs (the queues with jobs and
+    their requests) are the same: water-filling then gives the same answer."""
+    na = s.ints[I_ATTRS]
+    if s.ints[I_WATER_FILLED] != na:
+        return False
+    for k in range(na):
+        q = s.a_order[k]
+        if s.wf_order[k] != q:
+            return False
+        for r in range(s.total.size):
+            if s.wf_req[q, r] != s.a_req[SLOT_PROPORTION, q, r]:
+                return False
+    return True
+
+
+@njit(cache=True)
 def open_plugins(s):
     """The plugins' OnSessionOpen state for the queues with live jobs (``s.a_order``):
     proportion's water-filled deserved and capacity's spec deserved over the usage the clock
     keeps in ``s.q_use``, and overcommit's room; drf's shares are set lazily (drf_touch)."""
-    for k in range(s.ints[I_ATTRS]):
+    na = s.ints[I_ATTRS]
+    for k in range(na):
         q = s.a_order[k]
         for slot in range(2):
             for r in range(s.total.size):
@@ -805,9 +814,21 @@ def open_plugins(s):
                 s.a_des[slot, q, r] = 0.0
             s.a_share[slot, q] = 0.0
     if s.of_kind[PROPORTION] >= 0:
-        water_fill(s)
+        if deserved_cached(s):
+            for k in range(na):
+                q = s.a_order[k]
+                copy_row(s.a_des[SLOT_PROPORTION, q], s.wf_des[q])
+                s.a_share[SLOT_PROPORTION, q] = dominant_share(s.a_alloc[SLOT_PROPORTION, q], s.wf_des[q])
+        else:
+            water_fill(s)
+            for k in range(na):
+                q = s.a_order[k]
+                s.wf_order[k] = q
+                copy_row(s.wf_req[q], s.a_req[SLOT_PROPORTION, q])
+                copy_row(s.wf_des[q], s.a_des[SLOT_PROPORTION, q])
+            s.ints[I_WATER_FILLED] = na
     if s.of_kind[CAPACITY] >= 0:
-        for k in range(s.ints[I_ATTRS]):
+        for k in range(na):
             q = s.a_order[k]
             des = s.a_des[SLOT_CAPACITY, q]
             for r in range(des.size):
