@@ -11,17 +11,57 @@ points) as plain ints, which numba folds into constants.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from pathlib import Path
 
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils, imputils
+from numba.core import caching, cgutils, imputils
 from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
 
 from .problem import CPU, MEMORY, MIN_RESOURCE, PODS, Action, Arg, Plugin, PodGroupPhase, TaskStatus
 
 __all__ = ["CPU", "MEMORY", "MIN_RESOURCE", "PODS"]
+
+# -------------------------------------------------------------------------------- numba's cache
+
+CORE_FILES = sorted(path.resolve() for path in Path(__file__).parent.glob("core_*.py"))
+
+
+def core_digest() -> bytes:
+    """One stamp for the jitted core: numba checks only a cached function's own file, but the
+    entry point's cached code holds every function it calls, from every core module."""
+    return _digest(tuple((path, path.stat().st_mtime_ns, path.stat().st_size) for path in CORE_FILES))
+
+
+@functools.lru_cache(maxsize=4)
+def _digest(files: tuple) -> bytes:
+    digest = hashlib.sha256()
+    for path, _, _ in files:
+        digest.update(path.read_bytes())
+    return digest.digest()
+
+
+class _CoreSources:
+    """Cache locators for the core modules: stale when any core module changed."""
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if Path(py_file).resolve() not in CORE_FILES:
+            return None
+        return super().from_function(py_func, py_file)
+
+    def get_source_stamp(self):
+        return core_digest()
+
+
+_LOCATORS = [type(f"Core{base.__name__}", (_CoreSources, base), {}) for base in (
+    caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator)]
+caching.CacheImpl._locator_classes[:0] = [c for c in _LOCATORS if c not in caching.CacheImpl._locator_classes]
+
+# -------------------------------------------------------------------------------- codes
 
 # TaskStatus
 PENDING, ALLOCATED, PIPELINED, BINDING, BOUND, RUNNING, RELEASING, SUCCEEDED, FAILED = (
