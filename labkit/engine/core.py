@@ -114,7 +114,7 @@ STATIC = (
     "j_work", "j_uses_speed", "j_ckpt", "j_restart", "j_grace", "j_lo", "j_pair", "j_min_total", "j_init_phase",
     "pair_min",
     "t_job", "t_pair", "t_req", "t_prio", "t_never", "t_preemptable", "t_be", "t_critical", "t_index", "t_rank",
-    "t_class", "t_named", "t_init_node",
+    "t_class", "t_named", "t_shape", "t_init_node",
     "total", "actions", "p_tier", "p_kind", "p_arg", "p_w", "hooks", "of_kind",
     "horizon", "period", "gpu", "has_enqueue",
 )
@@ -122,16 +122,17 @@ MUTABLE = (
     # the clock
     "present", "done", "phase", "created", "status", "node", "open_run", "pip_on", "pip_action",
     "run_start", "work_done", "lost_work", "enq_t", "start_t", "end_t", "evictions", "restarts", "version",
-    "n_used", "n_rel", "n_pip", "pods", "j_cnt", "j_pbe", "pr_cnt", "pr_pbe", "j_alloc", "j_preq",
-    "q_use", "o_base", "q_live", "q_first", "live", "is_live", "close_mark", "to_close", "start_mark", "to_start", "h_time", "h_key", "ev_time", "ev_int", "runs", "ints",
+    "n_used", "n_rel", "n_pip", "pods", "n_version", "j_cnt", "j_pbe", "pr_cnt", "pr_pbe", "j_alloc",
+    "j_preq", "q_use", "o_base", "q_live", "q_first", "live", "is_live", "close_mark", "to_close",
+    "start_mark", "to_start", "h_time", "h_key", "ev_time", "ev_int", "runs", "ints",
     # one session's scratch
-    "s_phase", "sp_mark", "new_phase", "closed", "candidates", "fit", "fit_tasks", "fit_start", "fit_len", "fit_pool", "pr_fail",
-    "d_alloc", "d_share", "d_mark",
-    "a_has", "a_order", "a_met", "wf_order", "wf_req", "wf_des", "a_alloc", "a_req", "a_inq", "a_el", "a_des", "a_share", "o_idle", "o_inq",
-    "q_seen", "q_off", "q_order", "qh", "jh", "jh_n", "jl", "jl_n", "th", "th_n",
-    "l_tasks", "cand", "vic", "vtmp", "vh", "mark", "occ", "occ_mark", "rem", "rem_mark", "qrem", "qrem_mark",
-    "node_mark", "feas", "nlist", "unres", "score", "norder", "cache", "cache_mark",
-    "ops", "binds", "evicts", "pipelined", "pipelined_on", "vec",
+    "s_phase", "sp_mark", "new_phase", "closed", "candidates", "fit", "fit_tasks", "fit_start", "fit_len",
+    "fit_pool", "pr_fail", "d_alloc", "d_share", "d_mark", "a_has", "a_order", "a_met", "wf_order",
+    "wf_req", "wf_des", "a_alloc", "a_inq", "a_des", "a_share", "o_idle", "o_inq", "q_seen", "q_off",
+    "q_order", "qh", "jh", "jh_n", "jl", "jl_n", "th", "th_n", "l_tasks", "cand", "vic", "vtmp", "vh",
+    "mark", "occ", "occ_mark", "rem", "rem_mark", "qrem", "qrem_mark", "node_mark", "feas", "nlist",
+    "unres", "score", "norder", "cache", "cache_mark", "score_key", "score_version", "score_value", "ops",
+    "binds", "evicts", "pipelined", "pipelined_on", "vec",
 )
 CoreFields = namedtuple("CoreFields", STATIC + MUTABLE)
 
@@ -259,6 +260,8 @@ def static_arrays(c: Compiled) -> dict:
         "t_rank": p.task_rank.astype(np.int64), "t_class": p.task_class.astype(np.int64),
         "t_named": np.array([name != "" for name in p.role_names], bool)[p.task_role] if p.n_tasks
         else np.zeros(0, bool),
+        "t_shape": np.unique(p.task_request, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        if p.n_tasks else np.zeros(0, np.int64),
         "total": total, "horizon": float(c.horizon), "period": float(c.schedule_period),
         "gpu": names.index(GPU) if GPU in names else -1,
     }
@@ -299,6 +302,7 @@ def mutable_arrays(st: dict, scale: float) -> dict:
         "evictions": full(n_jobs, 0, i64), "restarts": full(n_jobs, 0, i64), "version": full(n_jobs, 0, i64),
         "n_used": full((n_nodes, n_res), 0.0, f), "n_rel": full((n_nodes, n_res), 0.0, f),
         "n_pip": full((n_nodes, n_res), 0.0, f), "pods": full((n_nodes, 6), 0.0, f),
+        "n_version": full(n_nodes, 0, i64),
         "j_cnt": full((n_jobs, N_STATUS), 0, np.int32), "j_pbe": full(n_jobs, 0, i64),
         "pr_cnt": full((n_pairs, N_STATUS), 0, np.int32), "pr_pbe": full(n_pairs, 0, i64),
         "j_alloc": full((n_jobs, n_res), 0.0, f), "j_preq": full((n_jobs, n_res), 0.0, f),
@@ -318,8 +322,7 @@ def mutable_arrays(st: dict, scale: float) -> dict:
         "a_has": full(n_queues, False, b), "a_order": full(n_queues, 0, i64), "a_met": full(n_queues, False, b),
         "wf_order": full(n_queues, -1, i64), "wf_req": full((n_queues, n_res), 0.0, f),
         "wf_des": full((n_queues, n_res), 0.0, f),
-        "a_alloc": full((2, n_queues, n_res), 0.0, f), "a_req": full((2, n_queues, n_res), 0.0, f),
-        "a_inq": full((2, n_queues, n_res), 0.0, f), "a_el": full((2, n_queues, n_res), 0.0, f),
+        "a_alloc": full((2, n_queues, n_res), 0.0, f), "a_inq": full((2, n_queues, n_res), 0.0, f),
         "a_des": full((2, n_queues, n_res), 0.0, f), "a_share": full((2, n_queues), 0.0, f),
         "o_idle": full(n_res, 0.0, f), "o_inq": full(n_res, 0.0, f),
         "q_seen": full(n_queues, False, b), "q_off": full(n_queues + 1, 0, i64), "q_order": full(n_queues, 0, i64),
@@ -333,7 +336,9 @@ def mutable_arrays(st: dict, scale: float) -> dict:
         "node_mark": full(n_nodes, 0, i64), "feas": full(n_nodes, 0, i64), "nlist": full(n_nodes, 0, i64),
         "unres": full(n_nodes, 0, i64), "score": full(n_nodes, 0.0, f), "norder": full(n_nodes, 0, i64),
         "cache": full((max_pairs, n_nodes), 0, np.int8), "cache_mark": full(max_pairs, 0, i64),
-        "ops": full((2 * n_tasks + 16, 3), 0, i64), "binds": full((n_tasks + 1, 4), 0, i64),
+        "score_key": full((n_nodes, 4), -1, i64), "score_version": full((n_nodes, 4), -1, i64),
+        "score_value": full((n_nodes, 4), 0.0, f),
+        "ops": full((2 * n_tasks + 16, 3), 0, i64), "binds": full((n_tasks + 1, 5), 0, i64),
         "evicts": full((n_tasks + 1, 3), 0, i64), "pipelined": full(n_tasks + 1, 0, i64),
         "pipelined_on": full(n_tasks + 1, 0, i64), "vec": full((8, n_res), 0.0, f),
     }

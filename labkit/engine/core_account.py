@@ -18,6 +18,7 @@ from .core_state import (
     BOUND,
     CPU,
     FAILED,
+    I_IN_SESSION,
     I_SESSIONS,
     I_TO_CLOSE,
     I_TO_START,
@@ -203,6 +204,7 @@ def pod_view(s, t, n, sign):
     every task placed on it, but one evicted in the current session (``s.pods`` columns: count,
     cpu, memory, gpu requested, pods without a cpu / memory request)."""
     req, view = s.t_req[t], s.pods[n]
+    s.n_version[n] += 1
     view[0] += sign
     view[1] += sign * req[CPU]
     view[2] += sign * req[MEMORY]
@@ -218,7 +220,11 @@ def pod_view(s, t, n, sign):
 def contribute(s, j, sign):
     """Add (remove) live job ``j``'s usage to what session open reads from the live jobs:
     its queue's allocated, request, inqueue and elastic (proportion and capacity
-    ``_queue_usage``) and overcommit's inqueue, all from the clock's phase."""
+    ``_queue_usage``) and overcommit's inqueue, all from the clock's phase. A session leaves
+    these as they were at its open (it undoes all it did before the clock applies its binds
+    and evictions), so they are not followed inside one."""
+    if s.ints[I_IN_SESSION]:
+        return
     q, has, phase = s.j_queue[j], s.j_has_minres[j], s.phase[j]
     running = phase == PH_RUNNING and allocated_tasks(s, j) >= s.j_min[j]
     inqueue = has and (phase == PH_INQUEUE or running)

@@ -74,6 +74,7 @@ from .core_state import (
     I_EVICTS,
     I_FIT_POOL,
     I_FIT_TASKS,
+    I_IN_SESSION,
     I_LIVE,
     I_NEXT_NODE,
     I_OVERFLOW,
@@ -171,7 +172,7 @@ def dispatch(s, t, msg, ref_task, ref_node):
     if k >= s.binds.shape[0]:
         s.ints[I_OVERFLOW] = 1
         return
-    s.binds[k, 0], s.binds[k, 1], s.binds[k, 2], s.binds[k, 3] = t, msg, ref_task, ref_node
+    s.binds[k, 0], s.binds[k, 1], s.binds[k, 2], s.binds[k, 3], s.binds[k, 4] = t, msg, ref_task, ref_node, s.node[t]
     s.ints[I_BINDS] = k + 1
 
 
@@ -257,8 +258,10 @@ def scan(s, t, mode, nodes, nn, cache_row):
     wanted = nodes_to_find(nn)
     start = s.ints[I_NEXT_NODE]
     found, failed, processed = 0, 0, 0
-    for i in range(nn):
-        n = nodes[(start + i) % nn]
+    k = start % nn
+    for _ in range(nn):
+        n = nodes[k]
+        k = k + 1 if k + 1 < nn else 0
         processed += 1
         failure = s.cache[cache_row, n] if cache_row >= 0 else F_OK
         if failure == F_OK:
@@ -396,6 +399,7 @@ def open_session(s):
     s.ints[I_TOP] = 0
     s.ints[I_BINDS] = 0
     s.ints[I_EVICTS] = 0
+    s.ints[I_IN_SESSION] = 1
     open_plugins(s)
 
 
@@ -425,10 +429,10 @@ def close_session(s):
     """CloseSession: gang marks unready jobs unschedulable and PodGroup phases go to
     ``s.new_phase`` for the live jobs touched since the last close (``s.closed``; for every
     other job nothing changed, so neither does its phase); pipelined pods go to
-    ``s.pipelined`` (returns their count). Then every tentative placement goes back to Pending
-    and committed evictions back to Running (the clock applies binds and evictions itself;
-    these jobs count as touched for the next close), and the session's fit errors are
-    forgotten."""
+    ``s.pipelined`` (returns their count). Then the session is undone: every pod it placed is
+    Pending again (the binds are in ``s.binds``) and every pod it evicted Running again (in
+    ``s.evicts``), for the clock to apply; these jobs count as touched for the next close. The
+    session's fit errors are forgotten."""
     n = s.ints[I_TO_CLOSE]
     sort_prefix(s.to_close, n)
     gang = s.of_kind[GANG] >= 0
@@ -455,10 +459,8 @@ def close_session(s):
                 s.pipelined_on[n_pipelined] = s.node[t]
                 n_pipelined += 1
                 set_status(s, t, PENDING, -1)
-            elif st == ALLOCATED:
+            elif st == ALLOCATED or st == BINDING:
                 set_status(s, t, PENDING, -1)
-            elif st == BINDING:
-                set_status(s, t, RUNNING, s.node[t])
     for k in range(s.ints[I_EVICTS]):
         t = s.evicts[k, 0]
         set_status(s, t, RUNNING, s.node[t])
@@ -467,6 +469,7 @@ def close_session(s):
         t = s.fit_tasks[k]
         s.fit[t] = False
         s.pr_fail[s.t_pair[t]] = False
+    s.ints[I_IN_SESSION] = 0
     return n_pipelined
 
 

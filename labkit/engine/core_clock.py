@@ -378,8 +378,7 @@ def session_once(s, now):
     n_pipelined = run_session(s, now)
     changed = s.ints[I_BINDS] > 0 or s.ints[I_EVICTS] > 0
     for k in range(s.ints[I_BINDS]):
-        t = s.binds[k, 0]
-        bind(s, now, t, s.node[t], s.binds[k, 1], s.binds[k, 2], s.binds[k, 3])
+        bind(s, now, s.binds[k, 0], s.binds[k, 4], s.binds[k, 1], s.binds[k, 2], s.binds[k, 3])
     for k in range(s.ints[I_EVICTS]):
         evict(s, now, s.evicts[k, 0], s.evicts[k, 1], s.evicts[k, 2])
     for k in range(n_pipelined):

@@ -291,7 +291,7 @@ def enqueue_room(s, slot, j):
     """proportion/capacity JobEnqueueable: minResources + allocated + inqueue - elastic stays
     within realCapability on the dimensions minResources names."""
     q = s.j_queue[j]
-    minres, alloc, inq, el, cap = s.j_minres[j], s.a_alloc[slot, q], s.a_inq[slot, q], s.a_el[slot, q], s.q_rcap[q]
+    minres, alloc, inq, el, cap = s.j_minres[j], s.a_alloc[slot, q], s.a_inq[slot, q], s.q_use[3, q], s.q_rcap[q]
     for r in range(minres.size):
         if requested(minres, r) and not minres[r] + alloc[r] + inq[r] - el[r] <= cap[r]:
             return False
@@ -675,6 +675,18 @@ def nodeorder_score(s, e, t, n):
 
 @njit(cache=True)
 def node_score(s, t, n):
+    """PrioritizeNodes for one node, remembered per node for the last few request shapes: a
+    score depends only on the request and the node's books (``s.n_version`` counts changes)."""
+    slot = s.t_shape[t] % s.score_key.shape[1]
+    if s.score_key[n, slot] == s.t_shape[t] and s.score_version[n, slot] == s.n_version[n]:
+        return s.score_value[n, slot]
+    score = fresh_node_score(s, t, n)
+    s.score_key[n, slot], s.score_version[n, slot], s.score_value[n, slot] = s.t_shape[t], s.n_version[n], score
+    return score
+
+
+@njit(cache=True)
+def fresh_node_score(s, t, n):
     """PrioritizeNodes for one node: NodeOrderFns (binpack), then BatchNodeOrderFns (nodeorder)."""
     hooks = s.hooks
     score = 0.0
@@ -758,7 +770,7 @@ def water_fill(s):
             q = order[k]
             if s.a_met[q]:
                 continue
-            des, req = s.a_des[slot, q], s.a_req[slot, q]
+            des, req = s.a_des[slot, q], s.q_use[1, q]
             copy_row(old, des)
             fraction = float(int(s.q_weight[q])) / float(total_weight)
             same = True
@@ -792,7 +804,7 @@ def deserved_cached(s):
         if s.wf_order[k] != q:
             return False
         for r in range(s.total.size):
-            if s.wf_req[q, r] != s.a_req[SLOT_PROPORTION, q, r]:
+            if s.wf_req[q, r] != s.q_use[1, q, r]:
                 return False
     return True
 
@@ -801,16 +813,17 @@ def deserved_cached(s):
 def open_plugins(s):
     """The plugins' OnSessionOpen state for the queues with live jobs (``s.a_order``):
     proportion's water-filled deserved and capacity's spec deserved over the usage the clock
-    keeps in ``s.q_use``, and overcommit's room; drf's shares are set lazily (drf_touch)."""
+    keeps in ``s.q_use`` (allocated and inqueue are copied: the session's events move them),
+    and overcommit's room; drf's shares are set lazily (drf_touch)."""
     na = s.ints[I_ATTRS]
-    for k in range(na):
-        q = s.a_order[k]
-        for slot in range(2):
+    for slot in range(2):
+        if s.of_kind[PROPORTION if slot == SLOT_PROPORTION else CAPACITY] < 0:
+            continue
+        for k in range(na):
+            q = s.a_order[k]
             for r in range(s.total.size):
                 s.a_alloc[slot, q, r] = s.q_use[0, q, r]
-                s.a_req[slot, q, r] = s.q_use[1, q, r]
                 s.a_inq[slot, q, r] = s.q_use[2, q, r]
-                s.a_el[slot, q, r] = s.q_use[3, q, r]
                 s.a_des[slot, q, r] = 0.0
             s.a_share[slot, q] = 0.0
     if s.of_kind[PROPORTION] >= 0:
@@ -824,7 +837,7 @@ def open_plugins(s):
             for k in range(na):
                 q = s.a_order[k]
                 s.wf_order[k] = q
-                copy_row(s.wf_req[q], s.a_req[SLOT_PROPORTION, q])
+                copy_row(s.wf_req[q], s.q_use[1, q])
                 copy_row(s.wf_des[q], s.a_des[SLOT_PROPORTION, q])
             s.ints[I_WATER_FILLED] = na
     if s.of_kind[CAPACITY] >= 0:
