@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
+from scenarios import engine_scenarios, scenarios
 
 import labkit
 from labkit import spec
 from labkit.engine import core
 from labkit.engine.reference import run_session
 from labkit.errors import LabkitError
-from scenarios import engine_scenarios, scenarios
 
 EVENT_KEY = ["time", "kind", "job", "task", "node"]
 QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]

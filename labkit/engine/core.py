@@ -23,11 +23,13 @@ the key.
 
 from __future__ import annotations
 
+import gc
 from collections import OrderedDict, namedtuple
+from contextlib import contextmanager
 
 import numpy as np
 
-from ..spec import Scenario
+from ..spec import Scenario, scheduler_of
 from .compile import Compiled, compile_scenario
 from .core_state import (
     EVENT_KINDS,
@@ -347,24 +349,40 @@ def mutable_arrays(st: dict, scale: float) -> dict:
 # ---------------------------------------------------------------------------------------- run
 
 
-_CACHE: OrderedDict[str, tuple[Compiled, dict, str | None]] = OrderedDict()
+_CACHE: OrderedDict[str, tuple[Compiled, dict, str | None] | None] = OrderedDict()
 _CACHE_SIZE = 4
 
 
-def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
+def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None] | None:
     """The compiled scenario, its static core arrays and what the core cannot simulate (None if
-    it can), cached by the scenario's content."""
+    it can), cached by the scenario's content; None for a scenario scheduled by Kueue (its own
+    engine). Expanding and compiling take longer than a run of the core."""
     key = scenario.model_dump_json()
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    compiled = compile_scenario(scenario)
-    why = unsupported(compiled)
-    entry = (compiled, static_arrays(compiled) if why is None else {}, why)
+    entry = None
+    if scheduler_of(scenario).kueue is None:
+        compiled = compile_scenario(scenario)
+        missing = unsupported(compiled)
+        entry = (compiled, static_arrays(compiled) if missing is None else {}, missing)
     _CACHE[key] = entry
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return entry
+
+
+@contextmanager
+def paused_gc():
+    """Python's cycle collector off while a run's records become tables: they are acyclic,
+    and its passes over a notebook's heap cost more than the conversion itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def run(compiled: Compiled, static: dict, scale: float = 1.0) -> RunRecord:
