@@ -92,7 +92,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .engine.simulate import simulate
 
-    result = simulate(_scenario(args), policy=args.policy)
+    result = simulate(_scenario(args), policy=args.policy, engine=args.engine)
     summary = result.summary()
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
@@ -150,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
             _add_source(p)
         if name in ("simulate", "cycle"):
             p.add_argument("--policy", metavar="NAME", help="run under this policy preset instead of the scenario's")
+        if name == "simulate":
+            p.add_argument("--engine", choices=("auto", "numba", "reference"), default="auto",
+                           help="auto: the numba core when it simulates the scenario, else the reference engine")
         if name == "show":
             p.add_argument("--yaml", action="store_true", help="print YAML that `labkit validate -` accepts")
             p.add_argument("--expand", action="store_true", help="replace workload generators by their jobs")
@@ -163,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_plugins(sub) -> None:
     """Subcommands that live beside their subsystem (`labkit.k8s.commands.register`)."""
+    from . import bench
     from .course import commands as course_commands
     from .k8s import commands as k8s_commands
     from .slurm import commands as slurm_commands
@@ -170,6 +174,7 @@ def _register_plugins(sub) -> None:
     k8s_commands.register(sub)
     slurm_commands.register(sub)
     course_commands.register(sub)
+    bench.register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
