@@ -10,8 +10,6 @@ All quantities are whole numbers in Volcano units, so incremental sums are exact
 
 from __future__ import annotations
 
-from numba import njit
-
 from .core_state import (
     ALLOCATED,
     BINDING,
@@ -32,18 +30,19 @@ from .core_state import (
     RELEASING,
     RUNNING,
     SUCCEEDED,
+    jit,
 )
 
 # -------------------------------------------------------------------------------- resources
 
 
-@njit(cache=True)
+@jit
 def le(left, right):
     """lessEqualFunc: ``left < right`` or within the 0.1 tolerance."""
     return left < right or abs(left - right) < MIN_RESOURCE
 
 
-@njit(cache=True)
+@jit
 def less_equal(left, right):
     """Resource.LessEqual: every dimension fits, with tolerance."""
     for r in range(left.size):
@@ -52,13 +51,13 @@ def less_equal(left, right):
     return True
 
 
-@njit(cache=True)
+@jit
 def requested(req, r):
     """The request names dimension ``r`` (pods is an ignored scalar)."""
     return r != PODS and req[r] > 0
 
 
-@njit(cache=True)
+@jit
 def less_equal_on_requested(left, right, req):
     """LessEqualWithDimensionAndResourcesName: strictly ``left <= right`` on requested dims."""
     for r in range(req.size):
@@ -67,7 +66,7 @@ def less_equal_on_requested(left, right, req):
     return True
 
 
-@njit(cache=True)
+@jit
 def less_equal_partly_zero_filtered(left, right, req):
     """LessEqualPartlyWithDimensionZeroFiltered: ``left <= right`` (tolerant) on at least one
     requested dimension that is not zero on both sides."""
@@ -77,7 +76,7 @@ def less_equal_partly_zero_filtered(left, right, req):
     return False
 
 
-@njit(cache=True)
+@jit
 def greater_partly_on_relevant(left, right, right_named, req):
     """GreaterPartlyWithRelevantDimensions: ``left > right`` on a requested dimension ``right`` has."""
     for r in range(req.size):
@@ -90,7 +89,7 @@ def greater_partly_on_relevant(left, right, right_named, req):
     return False
 
 
-@njit(cache=True)
+@jit
 def is_empty(res):
     """Resource.IsEmpty: nothing but pods."""
     for r in range(res.size):
@@ -99,7 +98,7 @@ def is_empty(res):
     return True
 
 
-@njit(cache=True)
+@jit
 def intersects(a, b, ignore_pods):
     """api.Intersection (WithIgnoredScalarResources) is not empty."""
     for r in range(a.size):
@@ -110,7 +109,7 @@ def intersects(a, b, ignore_pods):
     return False
 
 
-@njit(cache=True)
+@jit
 def dominant_share(allocated, total):
     """Largest allocated/total over the dimensions ``total`` names (helpers.Share)."""
     best = 0.0
@@ -121,7 +120,7 @@ def dominant_share(allocated, total):
     return best
 
 
-@njit(cache=True)
+@jit
 def fits_idle(s, t, n):
     """The task's request fits the node's Idle (allocatable - used)."""
     req, alloc, used = s.t_req[t], s.node_alloc[n], s.n_used[n]
@@ -131,7 +130,7 @@ def fits_idle(s, t, n):
     return True
 
 
-@njit(cache=True)
+@jit
 def future_idle(s, n, out):
     """FutureIdle = Idle + Releasing - Pipelined, into ``out``."""
     alloc, used, rel, pip = s.node_alloc[n], s.n_used[n], s.n_rel[n], s.n_pip[n]
@@ -139,7 +138,7 @@ def future_idle(s, n, out):
         out[r] = alloc[r] - used[r] + rel[r] - pip[r]
 
 
-@njit(cache=True)
+@jit
 def fits_future(s, t, n):
     """The task's request fits the node's FutureIdle."""
     req, alloc, used, rel, pip = s.t_req[t], s.node_alloc[n], s.n_used[n], s.n_rel[n], s.n_pip[n]
@@ -152,26 +151,26 @@ def fits_future(s, t, n):
 # -------------------------------------------------------------------------------- bookkeeping
 
 
-@njit(cache=True)
+@jit
 def add_row(dst, src, sign):
     """``dst += sign * src`` without a temporary."""
     for r in range(dst.size):
         dst[r] += sign * src[r]
 
 
-@njit(cache=True)
+@jit
 def copy_row(dst, src):
     for r in range(dst.size):
         dst[r] = src[r]
 
 
-@njit(cache=True)
+@jit
 def is_allocated(status):
     """api.AllocatedStatus."""
     return status == BOUND or status == BINDING or status == RUNNING or status == ALLOCATED
 
 
-@njit(cache=True)
+@jit
 def account(s, t, sign):
     """Add (``sign`` 1) or remove (-1) task ``t``'s share for its current status and node."""
     j, p, st = s.t_job[t], s.t_pair[t], s.status[t]
@@ -198,7 +197,7 @@ def account(s, t, sign):
         add_row(s.n_rel[n], req, sign)
 
 
-@njit(cache=True)
+@jit
 def pod_view(s, t, n, sign):
     """The pods the node's Kubernetes NodeInfo holds (predicates' max pods, nodeorder's scores):
     every task placed on it, but one evicted in the current session (``s.pods`` columns: count,
@@ -216,7 +215,7 @@ def pod_view(s, t, n, sign):
         view[5] += sign
 
 
-@njit(cache=True)
+@jit
 def contribute(s, j, sign):
     """Add (remove) live job ``j``'s usage to what session open reads from the live jobs:
     its queue's allocated, request, inqueue and elastic (proportion and capacity
@@ -242,7 +241,7 @@ def contribute(s, j, sign):
             base[0, r] += sign * max(minres - alloc, 0.0)
 
 
-@njit(cache=True)
+@jit
 def touch(s, j):
     """Something about job ``j`` changed: its PodGroup phase is recomputed at the next session
     close (``s.to_close``) and whether its work starts at the next session end (``s.to_start``);
@@ -257,7 +256,7 @@ def touch(s, j):
         s.ints[I_TO_START] += 1
 
 
-@njit(cache=True)
+@jit
 def set_status(s, t, status, node):
     """Move task ``t`` to ``status`` on ``node`` (-1 = none), keeping the bookkeeping in step."""
     j = s.t_job[t]
@@ -275,7 +274,7 @@ def set_status(s, t, status, node):
         contribute(s, j, 1)
 
 
-@njit(cache=True)
+@jit
 def set_created(s, j, created):
     """The vcjob controller creates (or deletes) the job's pods: they enter (leave) the books."""
     if s.created[j] == created:
@@ -294,7 +293,7 @@ def set_created(s, j, created):
         contribute(s, j, 1)
 
 
-@njit(cache=True)
+@jit
 def set_job_phase(s, j, phase):
     """The clock's PodGroup phase, with the live usage it feeds kept in step."""
     touch(s, j)
@@ -305,7 +304,7 @@ def set_job_phase(s, j, phase):
         contribute(s, j, 1)
 
 
-@njit(cache=True)
+@jit
 def set_live(s, j, live):
     """The job enters (leaves) the session snapshot: present and not done, or still releasing."""
     q = s.j_queue[j]
@@ -320,13 +319,13 @@ def set_live(s, j, live):
         s.q_live[q] -= 1
 
 
-@njit(cache=True)
+@jit
 def session_phase(s, j):
     """The PodGroup phase as the session sees it (enqueue may have moved it to Inqueue)."""
     return s.s_phase[j] if s.sp_mark[j] == s.ints[I_SESSIONS] else s.phase[j]
 
 
-@njit(cache=True)
+@jit
 def set_session_phase(s, j, phase):
     s.s_phase[j] = phase
     s.sp_mark[j] = s.ints[I_SESSIONS]
@@ -336,52 +335,52 @@ def set_session_phase(s, j, phase):
 # -------------------------------------------------------------------------------- job counters
 
 
-@njit(cache=True)
+@jit
 def n_tasks(s, j):
     """len(job.tasks): the job's pods, once created."""
     return s.j_lo[j + 1] - s.j_lo[j] if s.created[j] else 0
 
 
-@njit(cache=True)
+@jit
 def ready_of(c):
     """ReadyTaskNum from a row of status counts: allocated statuses + Succeeded."""
     return c[ALLOCATED] + c[BINDING] + c[BOUND] + c[RUNNING] + c[SUCCEEDED]
 
 
-@njit(cache=True)
+@jit
 def ready(s, j):
     return ready_of(s.j_cnt[j])
 
 
-@njit(cache=True)
+@jit
 def allocated_tasks(s, j):
     c = s.j_cnt[j]
     return c[ALLOCATED] + c[BINDING] + c[BOUND] + c[RUNNING]
 
 
-@njit(cache=True)
+@jit
 def is_ready(s, j):
     """JobInfo.IsReady: ready + pending best-effort >= minAvailable."""
     return ready(s, j) + s.j_pbe[j] >= s.j_min[j]
 
 
-@njit(cache=True)
+@jit
 def is_pipelined(s, j):
     return s.j_cnt[j, PIPELINED] + ready(s, j) + s.j_pbe[j] >= s.j_min[j]
 
 
-@njit(cache=True)
+@jit
 def is_starving(s, j):
     return s.j_cnt[j, PIPELINED] + ready(s, j) < s.j_min[j]
 
 
-@njit(cache=True)
+@jit
 def valid_of(c):
     """ValidTaskNum from a row of status counts."""
     return ready_of(c) + c[PIPELINED] + c[PENDING]
 
 
-@njit(cache=True)
+@jit
 def scheduled(s, j):
     """ScheduledTaskNum + releasing tasks on a node (getPodGroupPhase)."""
     c = s.j_cnt[j]
@@ -391,7 +390,7 @@ def scheduled(s, j):
 ROLE_VALID, ROLE_READY, ROLE_PIPELINED = 0, 1, 2
 
 
-@njit(cache=True)
+@jit
 def roles_meet_minimum(s, j, what):
     """CheckTaskValid / CheckTaskReady / CheckTaskPipelined: every role with a minimum has that
     many tasks counted; skipped when minAvailable < the sum of the role minima."""
@@ -413,7 +412,7 @@ def roles_meet_minimum(s, j, what):
     return True
 
 
-@njit(cache=True)
+@jit
 def need_continue_allocating(s, j):
     """JobInfo.NeedContinueAllocating after a task found no node."""
     if s.j_min[j] == n_tasks(s, j):
@@ -430,7 +429,7 @@ def need_continue_allocating(s, j):
     return True
 
 
-@njit(cache=True)
+@jit
 def zero_row(row):
     for r in range(row.size):
         row[r] = 0.0

@@ -10,8 +10,6 @@ the pipelined pods in ``s.pipelined`` for the clock to apply.
 
 from __future__ import annotations
 
-from numba import njit
-
 from .core_account import (
     fits_future,
     fits_idle,
@@ -104,6 +102,8 @@ from .core_state import (
     SCAN_PREDICATE,
     SCAN_PREEMPT,
     SUCCEEDED,
+    inlined,
+    jit,
 )
 
 MIN_NODES_TO_FIND = 100
@@ -114,7 +114,7 @@ SCOPE_QUEUE, SCOPE_JOB = 0, 1
 # -------------------------------------------------------------------------------- statements
 
 
-@njit(cache=True)
+@jit
 def push_op(s, kind, t, ref):
     top = s.ints[I_TOP]
     if top >= s.ops.shape[0]:
@@ -124,7 +124,7 @@ def push_op(s, kind, t, ref):
     s.ints[I_TOP] = top + 1
 
 
-@njit(cache=True)
+@jit
 def place(s, t, n, status):
     """Session._place: the task goes Allocated or Pipelined on ``n``; its Allocate event fires."""
     drf_touch(s, s.t_job[t])
@@ -132,7 +132,7 @@ def place(s, t, n, status):
     fire(s, t, 1)
 
 
-@njit(cache=True)
+@jit
 def unplace(s, t):
     """Session._unplace: back to Pending, off its node; its Deallocate event fires."""
     drf_touch(s, s.t_job[t])
@@ -140,7 +140,7 @@ def unplace(s, t):
     fire(s, t, -1)
 
 
-@njit(cache=True)
+@jit
 def evict(s, t, ref):
     """Statement.Evict: the task is Releasing on its node (``ref``: the task it makes room for)."""
     drf_touch(s, s.t_job[t])
@@ -150,7 +150,7 @@ def evict(s, t, ref):
     push_op(s, OP_EVICT, t, ref)
 
 
-@njit(cache=True)
+@jit
 def pipeline(s, t, n):
     """Statement.Pipeline, remembering which action pipelined the task (its event's reason)."""
     place(s, t, n, PIPELINED)
@@ -158,13 +158,13 @@ def pipeline(s, t, n):
     push_op(s, OP_PIPELINE, t, t)
 
 
-@njit(cache=True)
+@jit
 def stmt_allocate(s, t, n):
     place(s, t, n, ALLOCATED)
     push_op(s, OP_ALLOCATE, t, t)
 
 
-@njit(cache=True)
+@jit
 def dispatch(s, t, msg, ref_task, ref_node):
     """Send an Allocated task to the binder: Binding, recorded as a bind with its reason."""
     set_status(s, t, BINDING, s.node[t])
@@ -176,7 +176,7 @@ def dispatch(s, t, msg, ref_task, ref_node):
     s.ints[I_BINDS] = k + 1
 
 
-@njit(cache=True)
+@jit
 def discard(s, start):
     """Statement.Discard: undo the operations above ``start``, last first."""
     for k in range(s.ints[I_TOP] - 1, start - 1, -1):
@@ -190,7 +190,7 @@ def discard(s, start):
     s.ints[I_TOP] = start
 
 
-@njit(cache=True)
+@jit
 def commit(s, start):
     """Statement.Commit: evictions go to the evictor, allocations to the binder."""
     for k in range(start, s.ints[I_TOP]):
@@ -207,7 +207,7 @@ def commit(s, start):
     s.ints[I_TOP] = start
 
 
-@njit(cache=True)
+@jit
 def session_allocate(s, t, n):
     """Session.Allocate (backfill): allocate, and dispatch the job's Allocated tasks once ready."""
     place(s, t, n, ALLOCATED)
@@ -221,7 +221,7 @@ def session_allocate(s, t, n):
 # -------------------------------------------------------------------------------- node scan
 
 
-@njit(cache=True)
+@jit
 def nodes_to_find(n):
     """CalculateNumOfFeasibleNodesToFind with the default options."""
     if n <= MIN_NODES_TO_FIND:
@@ -230,12 +230,12 @@ def nodes_to_find(n):
     return max(n * percentage // 100, MIN_NODES_TO_FIND)
 
 
-@njit(cache=True)
+@jit
 def unresolvable(failure):
     return failure == F_UNSCHEDULABLE_NODE or failure == F_NODE_MISMATCH
 
 
-@njit(cache=True)
+@jit
 def failure_of(s, t, n, mode):
     """The predicate a scan applies: allocate (FutureIdle fit, then PredicateFn), backfill
     (PredicateFn) or preempt (only unresolvable failures count)."""
@@ -247,7 +247,7 @@ def failure_of(s, t, n, mode):
     return failure
 
 
-@njit(cache=True)
+@jit
 def scan(s, t, mode, nodes, nn, cache_row):
     """PredicateNodes over ``nodes[:nn]`` from the rotating start: the feasible nodes go to
     ``s.feas`` (returns their count), unresolvable failures to ``s.unres``. ``cache_row`` >= 0
@@ -282,7 +282,7 @@ def scan(s, t, mode, nodes, nn, cache_row):
     return found
 
 
-@njit(cache=True)
+@jit
 def record_fit_error(s, t, with_nodes):
     """NodesFitErrors[task]: the task found no node; with ``with_nodes`` the unresolvable
     nodes of the last scan are kept for preempt and reclaim to skip."""
@@ -302,7 +302,7 @@ def record_fit_error(s, t, with_nodes):
     s.ints[I_FIT_POOL] = top + count
 
 
-@njit(cache=True)
+@jit
 def best_node(s, t, nodes, m):
     """SelectBestNodeAndScore: the highest score; equal scores go to the lowest node index."""
     best, best_score = -1, 0.0
@@ -314,7 +314,7 @@ def best_node(s, t, nodes, m):
     return best
 
 
-@njit(cache=True)
+@jit
 def sort_nodes(s, t, m):
     """SortNodes of ``s.feas[:m]`` into ``s.norder``: descending score, ties in scan order."""
     for k in range(m):
@@ -326,7 +326,7 @@ def sort_nodes(s, t, m):
         s.score[i], s.norder[i] = score, s.feas[k]
 
 
-@njit(cache=True)
+@jit
 def prioritize(s, t, m):
     """allocate prioritizeNodes over ``s.feas[:m]``: nodes where the task fits Idle, else those
     where it fits FutureIdle; the best of the group."""
@@ -347,7 +347,7 @@ def prioritize(s, t, m):
 # -------------------------------------------------------------------------------- open / close
 
 
-@njit(cache=True)
+@jit
 def sort_prefix(values, n):
     """Sort ``values[:n]`` in place (insertion sort for the few jobs a session usually touches)."""
     if n > 64:
@@ -362,12 +362,12 @@ def sort_prefix(values, n):
         values[k] = v
 
 
-@njit(cache=True)
+@jit
 def is_pending(phase):
     return phase == PH_PENDING or phase == PH_UNSET
 
 
-@njit(cache=True)
+@jit
 def open_session(s):
     """OpenSession on the live jobs: the queues with jobs in order of their first job, room per
     queue in the job heaps, the jobs an action may act on (``s.candidates``: Pending PodGroups
@@ -403,7 +403,7 @@ def open_session(s):
     open_plugins(s)
 
 
-@njit(cache=True)
+@jit
 def releasing_suffices(s, j):
     """gang shouldSkipUnschedulableForReleasing."""
     releasing = s.j_cnt[j, RELEASING]
@@ -412,7 +412,7 @@ def releasing_suffices(s, j):
     return scheduled(s, j) >= s.j_min[j]
 
 
-@njit(cache=True)
+@jit
 def podgroup_phase(s, j, unschedulable):
     """getPodGroupPhase at session close."""
     c = s.j_cnt[j]
@@ -424,7 +424,7 @@ def podgroup_phase(s, j, unschedulable):
     return PH_INQUEUE if session_phase(s, j) == PH_INQUEUE else PH_PENDING
 
 
-@njit(cache=True)
+@jit
 def close_session(s):
     """CloseSession: gang marks unready jobs unschedulable and PodGroup phases go to
     ``s.new_phase`` for the live jobs touched since the last close (``s.closed``; for every
@@ -476,7 +476,7 @@ def close_session(s):
 # -------------------------------------------------------------------------------- actions
 
 
-@njit(cache=True)
+@jit
 def push_queue(s, q):
     n = s.ints[I_QUEUE_HEAP]
     if n >= s.qh.size:
@@ -485,36 +485,36 @@ def push_queue(s, q):
     s.ints[I_QUEUE_HEAP] = heap_push(s, HEAP_QUEUE, s.qh, 0, n, q)
 
 
-@njit(cache=True)
+@jit
 def pop_queue(s):
     n = s.ints[I_QUEUE_HEAP]
     s.ints[I_QUEUE_HEAP] = n - 1
     return heap_pop(s, HEAP_QUEUE, s.qh, 0, n)
 
 
-@njit(cache=True)
+@jit
 def push_job(s, q, j):
     s.jh_n[q] = heap_push(s, HEAP_JOB, s.jh, s.q_off[q], s.jh_n[q], j)
 
 
-@njit(cache=True)
+@jit
 def pop_job(s, q):
     s.jh_n[q] -= 1
     return heap_pop(s, HEAP_JOB, s.jh, s.q_off[q], s.jh_n[q] + 1)
 
 
-@njit(cache=True)
+@jit
 def push_task(s, j, t):
     s.th_n[j] = heap_push(s, HEAP_TASK, s.th, s.j_lo[j], s.th_n[j], t)
 
 
-@njit(cache=True)
+@jit
 def pop_task(s, j):
     s.th_n[j] -= 1
     return heap_pop(s, HEAP_TASK, s.th, s.j_lo[j], s.th_n[j] + 1)
 
 
-@njit(cache=True)
+@jit
 def tasks_with_status(s, j, status):
     """The job's task heap holds its tasks in ``status``, pushed in task order."""
     s.th_n[j] = 0
@@ -523,7 +523,7 @@ def tasks_with_status(s, j, status):
             push_task(s, j, t)
 
 
-@njit(cache=True)
+@jit
 def first_sight(s, q):
     """The queue enters this action: mark it, empty its job heap; True the first time."""
     if s.q_seen[q]:
@@ -534,14 +534,14 @@ def first_sight(s, q):
     return True
 
 
-@njit(cache=True)
+@jit
 def start_action(s, action):
     s.q_seen[:] = False
     s.ints[I_QUEUE_HEAP] = 0
     s.ints[I_ACTION] = action
 
 
-@njit(cache=True)
+@jit
 def enqueue(s, now):
     """enqueue: admit Pending PodGroups, one job per queue turn, queues by QueueOrderFn (every
     queue with a job takes part; without a Pending PodGroup nothing can happen)."""
@@ -567,7 +567,7 @@ def enqueue(s, now):
         push_queue(s, q)
 
 
-@njit(cache=True)
+@jit
 def allocate(s, now):
     """allocate: one job per queue turn (Overused queues dropped), its pending tasks in one
     statement, committed when the job is ready."""
@@ -606,7 +606,7 @@ def allocate(s, now):
         push_queue(s, q)
 
 
-@njit(cache=True)
+@jit
 def allocate_tasks(s, j, now, start):
     """allocateResourcesForTasks in a statement opened at ``start``: True if it is kept (job
     ready or pipelined), else it is discarded."""
@@ -644,7 +644,7 @@ def allocate_tasks(s, j, now, start):
     return False
 
 
-@njit(cache=True)
+@jit
 def backfill(s, now):
     """backfill: best-effort pending pods (and best-effort pipelined ones, un-pipelined first),
     queue -> job -> task order, each on its best feasible node."""
@@ -686,7 +686,7 @@ def backfill(s, now):
         session_allocate(s, t, n)
 
 
-@njit(cache=True)
+@jit
 def preempt_candidates(s, t):
     """FilterOutUnschedulableAndUnresolvableNodesForTask, then the preempt predicate scan;
     the feasible nodes are in ``s.feas``, their count returned."""
@@ -702,7 +702,7 @@ def preempt_candidates(s, t):
     return scan(s, t, SCAN_PREEMPT, s.nlist, nn, -1)
 
 
-@njit(cache=True)
+@jit
 def tasks_on_node(s, n, preemptor, scope, j):
     """The candidates on node ``n`` (by task index): preempt's eligible victims in ``scope``
     (SCOPE_QUEUE: other jobs of the queue, SCOPE_JOB: the same job), or for reclaim (scope
@@ -735,7 +735,7 @@ def tasks_on_node(s, n, preemptor, scope, j):
     return count
 
 
-@njit(cache=True)
+@jit
 def victims_room(s, t, n, nv):
     """util.ValidateVictims: FutureIdle plus what the victims hold fits the task."""
     room = s.vec[6]
@@ -747,7 +747,7 @@ def victims_room(s, t, n, nv):
     return less_equal(s.t_req[t], room)
 
 
-@njit(cache=True)
+@jit
 def victims_heap(s, nv):
     """BuildVictimsPriorityQueue of ``s.vic[:nv]`` into ``s.vh``; returns its size."""
     size = 0
@@ -756,13 +756,13 @@ def victims_heap(s, nv):
     return size
 
 
-@njit(cache=True)
+@jit
 def fits_on_node(s, q, t, n):
     """preemptorFitsOnNode: Allocatable, FutureIdle fit, PredicateFn."""
     return allocatable(s, q, t) and fits_future(s, t, n) and predicate(s, t, n) == F_OK
 
 
-@njit(cache=True)
+@jit
 def preempt_task(s, t, scope):
     """normalPreempt: nodes by descending score; on each, evict Preemptable victims in victim
     order until the task fits, then pipeline it there (a node that never fits is undone)."""
@@ -793,7 +793,7 @@ def preempt_task(s, t, scope):
     return False
 
 
-@njit(cache=True)
+@jit
 def preempt(s, now):
     """preempt: starving jobs take room from other jobs of their queue (one statement per job,
     committed if the job is then pipelined); then pending tasks of those jobs from running
@@ -836,7 +836,7 @@ def preempt(s, now):
                 commit(s, start)
 
 
-@njit(cache=True)
+@jit
 def reclaim_task(s, t, j):
     """reclaimForTask: on the first feasible node where the Reclaimable victims make room,
     evict them in victim order while the request does not fit, then pipeline the task."""
@@ -867,7 +867,7 @@ def reclaim_task(s, t, j):
         return
 
 
-@njit(cache=True)
+@jit
 def reclaim(s, now):
     """reclaim: queues by QueueOrderFn (Overused skipped); each starving job takes room for its
     pending tasks from other, reclaimable queues; committed if the job is then pipelined."""
@@ -902,7 +902,7 @@ def reclaim(s, now):
                 push_queue(s, q)
 
 
-@njit(cache=True)
+@inlined
 def run_session(s, now):
     """One scheduling cycle on the live jobs; returns the number of pipelined pods at close."""
     open_session(s)

@@ -64,6 +64,8 @@ from .core_state import (
     RELEASING,
     RUNNING,
     SUCCEEDED,
+    inlined,
+    jit,
     state_free,
     state_new,
 )
@@ -71,7 +73,7 @@ from .core_state import (
 # -------------------------------------------------------------------------------- records
 
 
-@njit(cache=True)
+@jit
 def log(s, time, kind, j, t, n, msg, a, b):
     """One run event: (time, kind, job, task, node) and its message code with two arguments."""
     k = s.ints[I_EVENTS]
@@ -85,7 +87,7 @@ def log(s, time, kind, j, t, n, msg, a, b):
     s.ints[I_EVENTS] = k + 1
 
 
-@njit(cache=True)
+@jit
 def close_run(s, t, now):
     if s.open_run[t] >= 0:
         s.runs[s.open_run[t], 3] = now
@@ -95,7 +97,7 @@ def close_run(s, t, now):
 # -------------------------------------------------------------------------------- event heap
 
 
-@njit(cache=True)
+@jit
 def event_less(s, a, b):
     """Heap order of (time, kind, index, version), as Python compares the tuples."""
     if s.h_time[a] != s.h_time[b]:
@@ -106,14 +108,14 @@ def event_less(s, a, b):
     return False
 
 
-@njit(cache=True)
+@jit
 def event_swap(s, a, b):
     s.h_time[a], s.h_time[b] = s.h_time[b], s.h_time[a]
     for c in range(3):
         s.h_key[a, c], s.h_key[b, c] = s.h_key[b, c], s.h_key[a, c]
 
 
-@njit(cache=True)
+@jit
 def push_event(s, time, kind, index, version):
     n = s.ints[I_HEAP]
     if n >= s.h_time.size:
@@ -130,7 +132,7 @@ def push_event(s, time, kind, index, version):
         n = parent
 
 
-@njit(cache=True)
+@jit
 def pop_event(s):
     """Remove the earliest event; it is left at the heap's old last slot, which is returned."""
     last = s.ints[I_HEAP] - 1
@@ -153,7 +155,7 @@ def pop_event(s):
 # -------------------------------------------------------------------------------- live jobs
 
 
-@njit(cache=True)
+@jit
 def live_insert(s, j):
     """The job enters the session snapshot; ``s.live`` stays sorted by job index."""
     n = s.ints[I_LIVE]
@@ -169,7 +171,7 @@ def live_insert(s, j):
     set_live(s, j, True)
 
 
-@njit(cache=True)
+@jit
 def live_remove(s, j):
     """The job leaves the snapshot; its queue's first live job moves to the next one."""
     set_live(s, j, False)
@@ -189,7 +191,7 @@ def live_remove(s, j):
                 break
 
 
-@njit(cache=True)
+@jit
 def count_status(s, j, status):
     count = 0
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
@@ -201,7 +203,7 @@ def count_status(s, j, status):
 # -------------------------------------------------------------------------------- the clock's steps
 
 
-@njit(cache=True)
+@jit
 def set_phase(s, now, j, phase):
     """The PodGroup phase after a session; leaving Pending creates the pods. True if changed."""
     old = s.phase[j]
@@ -216,7 +218,7 @@ def set_phase(s, now, j, phase):
     return True
 
 
-@njit(cache=True)
+@jit
 def bind(s, now, t, n, msg, ref_task, ref_node):
     """A bound pod runs from now: a new pod run and a Bound event."""
     set_status(s, t, RUNNING, n)
@@ -232,7 +234,7 @@ def bind(s, now, t, n, msg, ref_task, ref_node):
     log(s, now, EV_BOUND, s.t_job[t], t, n, msg, ref_task, ref_node)
 
 
-@njit(cache=True)
+@jit
 def maybe_start(s, now, j):
     """The job's work runs once minAvailable pods run; its completion is scheduled."""
     if not math.isnan(s.run_start[j]):
@@ -256,7 +258,7 @@ def maybe_start(s, now, j):
     log(s, now, EV_STARTED, j, -1, -1, MSG_PODS_RUNNING, running, 0)
 
 
-@njit(cache=True)
+@jit
 def finish(s, now, j):
     """The job's work is done: its pods succeed (a terminating surplus pod ends with its grace)."""
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
@@ -273,7 +275,7 @@ def finish(s, now, j):
         live_remove(s, j)
 
 
-@njit(cache=True)
+@jit
 def terminate(s, now, t):
     """Graceful deletion: the pod holds its resources (Releasing) until its grace period ends."""
     set_status(s, t, RELEASING, s.node[t])
@@ -282,7 +284,7 @@ def terminate(s, now, t):
     push_event(s, now + s.j_grace[s.t_job[t]], RELEASED, t, 0)
 
 
-@njit(cache=True)
+@jit
 def stop_work(s, now, j):
     """The run that ends now: work up to the last checkpoint is kept, the rest is lost."""
     setup = s.j_restart[j] if s.restarts[j] else 0.0
@@ -304,7 +306,7 @@ def stop_work(s, now, j):
     s.version[j] += 1
 
 
-@njit(cache=True)
+@jit
 def evict(s, now, t, action, ref):
     """An eviction the session committed; below minAvailable the job restarts (RestartJob)."""
     j = s.t_job[t]
@@ -322,7 +324,7 @@ def evict(s, now, t, action, ref):
     log(s, now, EV_RESTARTING, j, -1, -1, MSG_RESTART, 0, 0)
 
 
-@njit(cache=True)
+@jit
 def released(s, now, t):
     """The grace period ended: the pod is deleted; a restarted job goes back to Pending, podless."""
     j = s.t_job[t]
@@ -339,7 +341,7 @@ def released(s, now, t):
     set_job_phase(s, j, PH_PENDING)
 
 
-@njit(cache=True)
+@jit
 def arrive(s, now, j):
     """The PodGroup appears; a job with a ``status`` snapshot starts in that state."""
     s.present[j] = True
@@ -354,7 +356,7 @@ def arrive(s, now, j):
     maybe_start(s, now, j)
 
 
-@njit(cache=True)
+@jit
 def apply_event(s, now, slot):
     kind, index, version = s.h_key[slot, 0], s.h_key[slot, 1], s.h_key[slot, 2]
     if kind == ARRIVAL:
@@ -368,7 +370,7 @@ def apply_event(s, now, slot):
     return True
 
 
-@njit(cache=True)
+@inlined
 def session_once(s, now):
     """One session on the live jobs, its decisions applied; True if it changed anything. Phases
     and starts are looked at for the jobs touched since (the others cannot change)."""

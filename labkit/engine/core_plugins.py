@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
-
 from .core_account import (
     ROLE_PIPELINED,
     ROLE_READY,
@@ -84,6 +82,7 @@ from .core_state import (
     SLA,
     SLOT_CAPACITY,
     SLOT_PROPORTION,
+    jit,
 )
 
 NON_ZERO_CPU = 100.0
@@ -95,7 +94,7 @@ HEAP_QUEUE, HEAP_JOB, HEAP_TASK, HEAP_VICTIM = range(4)
 # -------------------------------------------------------------------------------- orders
 
 
-@njit(cache=True)
+@jit
 def task_less(s, a, b):
     """TaskOrderFn: priority, then helpers.CompareTask (pod-name index, creation, UID)."""
     hooks = s.hooks
@@ -110,14 +109,14 @@ def task_less(s, a, b):
     return s.t_rank[a] < s.t_rank[b]
 
 
-@njit(cache=True)
+@jit
 def sla_waiting(s, e, j):
     """The job's sla-waiting-time: its annotation, else the plugin's argument (NaN = none)."""
     w = s.j_sla[j]
     return s.p_arg[e, A_SLA_WAITING] if math.isnan(w) else w
 
 
-@njit(cache=True)
+@jit
 def job_compare(s, a, b):
     """JobOrderFn without the fallback: the first plugin with a non-zero answer."""
     hooks = s.hooks
@@ -154,14 +153,14 @@ def job_compare(s, a, b):
     return 0
 
 
-@njit(cache=True)
+@jit
 def job_less(s, a, b):
     """JobOrderFn; fallback creationTimestamp, then UID."""
     result = job_compare(s, a, b)
     return result < 0 if result != 0 else s.j_rank[a] < s.j_rank[b]
 
 
-@njit(cache=True)
+@jit
 def queue_less(s, a, b):
     """QueueOrderFn: proportion / capacity (priority, then share); fallback creation, UID."""
     hooks = s.hooks
@@ -182,7 +181,7 @@ def queue_less(s, a, b):
     return s.q_rank[a] < s.q_rank[b]
 
 
-@njit(cache=True)
+@jit
 def victim_less(s, a, b):
     """BuildVictimsPriorityQueue's order: same job -> reverse task order; other queues -> VictimQueueOrderFn (default: reverse
     queue order); else reverse job order, then reverse task order."""
@@ -201,7 +200,7 @@ def victim_less(s, a, b):
 # -------------------------------------------------------------------------------- heaps
 
 
-@njit(cache=True)
+@jit
 def heap_less(s, kind, a, b):
     if kind == HEAP_QUEUE:
         return queue_less(s, a, b)
@@ -212,7 +211,7 @@ def heap_less(s, kind, a, b):
     return victim_less(s, a, b)
 
 
-@njit(cache=True)
+@jit
 def heap_push(s, kind, buf, off, n, item):
     """container/heap Push onto ``buf[off:off+n]``; returns the new size."""
     j = n
@@ -226,7 +225,7 @@ def heap_push(s, kind, buf, off, n, item):
     return n + 1
 
 
-@njit(cache=True)
+@jit
 def heap_pop(s, kind, buf, off, n):
     """container/heap Pop from ``buf[off:off+n]`` (the size becomes n - 1); returns the item."""
     last = n - 1
@@ -246,7 +245,7 @@ def heap_pop(s, kind, buf, off, n):
     return buf[off + last]
 
 
-@njit(cache=True)
+@jit
 def new_stamp(s):
     """A fresh mark value for the lazily reset ``*_mark`` arrays."""
     s.ints[I_STAMP] += 1
@@ -256,7 +255,7 @@ def new_stamp(s):
 # -------------------------------------------------------------------------------- gates and votes
 
 
-@njit(cache=True)
+@jit
 def job_valid(s, j):
     """JobValid (gang, never switched off): enough valid pods overall and per role."""
     hooks = s.hooks
@@ -268,7 +267,7 @@ def job_valid(s, j):
     return True
 
 
-@njit(cache=True)
+@jit
 def job_ready(s, j):
     """JobReady: AND over gang's ready check."""
     hooks = s.hooks
@@ -280,13 +279,13 @@ def job_ready(s, j):
     return True
 
 
-@njit(cache=True)
+@jit
 def sla_permit(s, e, j, now):
     w = sla_waiting(s, e, j)
     return ABSTAIN if math.isnan(w) or now - s.j_creation[j] < w else PERMIT
 
 
-@njit(cache=True)
+@jit
 def enqueue_room(s, slot, j):
     """proportion/capacity JobEnqueueable: minResources + allocated + inqueue - elastic stays
     within realCapability on the dimensions minResources names."""
@@ -298,7 +297,7 @@ def enqueue_room(s, slot, j):
     return True
 
 
-@njit(cache=True)
+@jit
 def plugin_vote(s, e, j, now, enqueue):
     """One plugin's JobEnqueueable (``enqueue``) or JobPipelined vote."""
     kind = s.p_kind[e]
@@ -321,7 +320,7 @@ def plugin_vote(s, e, j, now, enqueue):
     return PERMIT if enqueue_room(s, SLOT_PROPORTION if kind == PROPORTION else SLOT_CAPACITY, j) else REJECT
 
 
-@njit(cache=True)
+@jit
 def vote(s, hook, j, now):
     """JobPipelined / JobEnqueueable: any Reject => false; a tier with a Permit decides;
     default true."""
@@ -343,7 +342,7 @@ def vote(s, hook, j, now):
     return True
 
 
-@njit(cache=True)
+@jit
 def job_enqueued(s, j):
     """JobEnqueued: proportion, capacity and overcommit count the job's minResources inqueue."""
     if not s.j_has_minres[j]:
@@ -361,7 +360,7 @@ def job_enqueued(s, j):
             add_row(s.a_inq[SLOT_PROPORTION if kind == PROPORTION else SLOT_CAPACITY, q], s.j_minres[j], 1)
 
 
-@njit(cache=True)
+@jit
 def job_starving(s, j):
     """JobStarving: the first tier that registers a fn decides (AND inside); default false."""
     hooks = s.hooks
@@ -382,7 +381,7 @@ def job_starving(s, j):
     return tier >= 0
 
 
-@njit(cache=True)
+@jit
 def overused(s, q):
     """Overused: proportion, deserved <= allocated."""
     hooks = s.hooks
@@ -394,7 +393,7 @@ def overused(s, q):
     return False
 
 
-@njit(cache=True)
+@jit
 def within(alloc, req, limit):
     """allocated + request <= limit on the dimensions the request names."""
     for r in range(req.size):
@@ -403,7 +402,7 @@ def within(alloc, req, limit):
     return True
 
 
-@njit(cache=True)
+@jit
 def queue_admits(s, hook, q, t):
     """Allocatable / Preemptive (``hook``): AND over proportion (within deserved) and capacity
     (within realCapability; for Preemptive also partly within deserved)."""
@@ -431,12 +430,12 @@ def queue_admits(s, hook, q, t):
     return True
 
 
-@njit(cache=True)
+@jit
 def allocatable(s, q, t):
     return queue_admits(s, H_ALLOCATABLE, q, t)
 
 
-@njit(cache=True)
+@jit
 def preemptive(s, q, t):
     return queue_admits(s, H_PREEMPTIVE, q, t)
 
@@ -444,7 +443,7 @@ def preemptive(s, q, t):
 # -------------------------------------------------------------------------------- evictable
 
 
-@njit(cache=True)
+@jit
 def plugin_victims(s, e, preemptor, cand, nc):
     """One plugin's Preemptable/Reclaimable answer for ``cand[:nc]``, into ``s.vtmp``;
     returns (count, vote)."""
@@ -514,7 +513,7 @@ def plugin_victims(s, e, preemptor, cand, nc):
     return count, PERMIT
 
 
-@njit(cache=True)
+@jit
 def capacity_victims(s, reclaimer, cand, nc):
     """capacity Reclaimable: in victim order, a reclaimee of a queue above its deserved (on a
     dimension both need) whose queue keeps its guarantee."""
@@ -548,7 +547,7 @@ def capacity_victims(s, reclaimer, cand, nc):
     return count
 
 
-@njit(cache=True)
+@jit
 def victims_of(s, hook, preemptor, cand, nc):
     """Preemptable / Reclaimable: per tier, intersect the answers of the plugins that do not
     abstain (an empty answer ends the tier undecided; an empty intersection is re-seeded by
@@ -592,7 +591,7 @@ def victims_of(s, hook, preemptor, cand, nc):
 # -------------------------------------------------------------------------------- predicates, scores
 
 
-@njit(cache=True)
+@jit
 def predicate(s, t, n):
     """PredicateFn (predicates plugin): schedulable node, selector/affinity/taints, max pods."""
     hooks = s.hooks
@@ -608,7 +607,7 @@ def predicate(s, t, n):
     return F_OK
 
 
-@njit(cache=True)
+@jit
 def binpack_score(s, e, t, n):
     """binpack BinPackingScore."""
     req, weights = s.t_req[t], s.p_w[e]
@@ -627,7 +626,7 @@ def binpack_score(s, e, t, n):
     return score * 100 * s.p_arg[e, A_BINPACK_WEIGHT]
 
 
-@njit(cache=True)
+@jit
 def non_zero(s, t, n, col, default):
     """k8s NonZeroRequested of the node's pods plus this one, for cpu (col 0) or memory (1)."""
     r = CPU if col == 0 else MEMORY
@@ -635,7 +634,7 @@ def non_zero(s, t, n, col, default):
     return int(s.pods[n, 1 + col] + default * s.pods[n, 4 + col] + (own if own > 0 else default))
 
 
-@njit(cache=True)
+@jit
 def nodeorder_score(s, e, t, n):
     """nodeorder: LeastAllocated, MostAllocated and BalancedAllocation, weighted."""
     req = s.t_req[t]
@@ -673,7 +672,7 @@ def nodeorder_score(s, e, t, n):
     return s.p_arg[e, A_LEAST] * least + s.p_arg[e, A_MOST] * most + s.p_arg[e, A_BALANCED] * balanced
 
 
-@njit(cache=True)
+@jit
 def node_score(s, t, n):
     """PrioritizeNodes for one node, remembered per node for the last few request shapes: a
     score depends only on the request and the node's books (``s.n_version`` counts changes)."""
@@ -685,7 +684,7 @@ def node_score(s, t, n):
     return score
 
 
-@njit(cache=True)
+@jit
 def fresh_node_score(s, t, n):
     """PrioritizeNodes for one node: NodeOrderFns (binpack), then BatchNodeOrderFns (nodeorder)."""
     hooks = s.hooks
@@ -706,7 +705,7 @@ def fresh_node_score(s, t, n):
 # -------------------------------------------------------------------------------- session state
 
 
-@njit(cache=True)
+@jit
 def capacity_share(s, q):
     """capacity updateQueueAttrShare: share 1 for a queue without deserved."""
     des = s.a_des[SLOT_CAPACITY, q]
@@ -716,7 +715,7 @@ def capacity_share(s, q):
     return 1.0
 
 
-@njit(cache=True)
+@jit
 def fire(s, t, sign):
     """Allocate (``sign`` 1) / Deallocate (-1) event of task ``t``: the plugins' shares follow
     (the nodes' pod view follows the task's status, see ``core_account.pod_view``)."""
@@ -736,7 +735,7 @@ def fire(s, t, sign):
         s.a_share[SLOT_CAPACITY, q] = capacity_share(s, q)
 
 
-@njit(cache=True)
+@jit
 def drf_touch(s, j):
     """drf's allocated and share of job ``j`` in this session, set from the job at first use."""
     if s.of_kind[DRF] < 0 or s.d_mark[j] == s.ints[I_SESSIONS]:
@@ -746,7 +745,7 @@ def drf_touch(s, j):
     s.d_share[j] = dominant_share(s.d_alloc[j], s.total)
 
 
-@njit(cache=True)
+@jit
 def water_fill(s):
     """proportion's deserved: hand the cluster out by weight to unmet queues (see
     Proportion.water_fill)."""
@@ -792,7 +791,7 @@ def water_fill(s):
             break
 
 
-@njit(cache=True)
+@jit
 def deserved_cached(s):
     """proportion's deserved from the last session, if its inputs (the queues with jobs and
     their requests) are the same: water-filling then gives the same answer."""
@@ -809,7 +808,7 @@ def deserved_cached(s):
     return True
 
 
-@njit(cache=True)
+@jit
 def open_plugins(s):
     """The plugins' OnSessionOpen state for the queues with live jobs (``s.a_order``):
     proportion's water-filled deserved and capacity's spec deserved over the usage the clock

@@ -16,7 +16,7 @@ import hashlib
 from pathlib import Path
 
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import caching, cgutils, imputils
 from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
@@ -60,6 +60,13 @@ class _CoreSources:
 _LOCATORS = [type(f"Core{base.__name__}", (_CoreSources, base), {}) for base in (
     caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator)]
 caching.CacheImpl._locator_classes[:0] = [c for c in _LOCATORS if c not in caching.CacheImpl._locator_classes]
+
+jit = njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+"""The core's functions: compiled once and cached, called only from jitted code (no wrappers)."""
+
+inlined = njit(cache=True, inline="always", no_cpython_wrapper=True, no_cfunc_wrapper=True)
+"""For the few large functions between the entry point and the actions: inlined into their one
+caller, so LLVM does not optimise everything they call once more for each of them."""
 
 # -------------------------------------------------------------------------------- codes
 
