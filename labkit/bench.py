@@ -62,13 +62,22 @@ def measure(quick: bool = False, repeat: int = 20) -> dict:
     simulate(scenario, engine="reference")
     reference = time.perf_counter() - t0
     limit = 'scenario = scenario.model_copy(update={"horizon": "6h"})' if quick else ""
-    out = subprocess.run([sys.executable, "-c", FRESH.format(limit=limit)], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH.format(limit=limit)], capture_output=True, text=True, check=True
+    ).stdout.split()
     numba = statistics.median(times)
-    return {"scenario": scenario.name + (" (first 6 h)" if quick else ""), "jobs": len(warm.jobs),
-            "sessions": warm.info["sessions"], "reference_s": reference, "numba_median_s": numba,
-            "numba_min_s": min(times), "ratio": reference / numba, "fresh_import_s": float(out[0]),
-            "fresh_first_simulate_s": float(out[1]), "fresh_engine": out[2]}
+    return {
+        "scenario": scenario.name + (" (first 6 h)" if quick else ""),
+        "jobs": len(warm.jobs),
+        "sessions": warm.info["sessions"],
+        "reference_s": reference,
+        "numba_median_s": numba,
+        "numba_min_s": min(times),
+        "ratio": reference / numba,
+        "fresh_import_s": float(out[0]),
+        "fresh_first_simulate_s": float(out[1]),
+        "fresh_engine": out[2],
+    }
 
 
 def _line(what: str, value: str, target: str, met: bool) -> str:
@@ -77,15 +86,19 @@ def _line(what: str, value: str, target: str, met: bool) -> str:
 
 def report(fig: dict) -> list[str]:
     fresh = fig["fresh_import_s"] + fig["fresh_first_simulate_s"]
+    numba_ms, min_ms = fig["numba_median_s"] * 1e3, fig["numba_min_s"] * 1e3
+    head = (f"{fig['scenario']}: {fig['jobs']:,} jobs, {fig['sessions']:,} sessions; "
+            f"reference {fig['reference_s']:.1f} s, numba median {numba_ms:.1f} ms (min {min_ms:.1f} ms)")
+    started = (f"{fresh:.2f} s (import {fig['fresh_import_s']:.2f} s, "
+               f"simulate {fig['fresh_first_simulate_s']:.2f} s, engine {fig['fresh_engine']})")
     return [
-        f"{fig['scenario']}: {fig['jobs']:,} jobs, {fig['sessions']:,} sessions; reference {fig['reference_s']:.1f} s, "
-        f"numba median {fig['numba_median_s'] * 1e3:.1f} ms (min {fig['numba_min_s'] * 1e3:.1f} ms)",
-        _line("reference/numba", f"{fig['ratio']:,.0f}x", f">= {TARGET_RATIO:.0f}x", fig["ratio"] >= TARGET_RATIO),
-        _line("re-simulation median", f"{fig['numba_median_s'] * 1e3:.1f} ms", f"<= {TARGET_RESIMULATE_S * 1e3:.0f} ms",
+        head,
+        _line("reference/numba", f"{fig['ratio']:,.0f}x", f">= {TARGET_RATIO:.0f}x",
+              fig["ratio"] >= TARGET_RATIO),
+        _line("re-simulation median", f"{numba_ms:.1f} ms", f"<= {TARGET_RESIMULATE_S * 1e3:.0f} ms",
               fig["numba_median_s"] <= TARGET_RESIMULATE_S),
-        _line("fresh process, import + first simulate", f"{fresh:.2f} s (import {fig['fresh_import_s']:.2f} s, "
-              f"simulate {fig['fresh_first_simulate_s']:.2f} s, engine {fig['fresh_engine']})",
-              f"< {TARGET_FRESH_S:.0f} s", fresh < TARGET_FRESH_S),
+        _line("fresh process, import + first simulate", started, f"< {TARGET_FRESH_S:.0f} s",
+              fresh < TARGET_FRESH_S),
     ]
 
 
@@ -100,8 +113,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     """Add `labkit bench` to the CLI."""
-    p = sub.add_parser("bench", help="engine speed on the case-study week: reference/numba, re-simulation, fresh start",
-                       description=__doc__.splitlines()[0])
+    p = sub.add_parser(
+        "bench",
+        help="engine speed on the case-study week: reference/numba, re-simulation, fresh start",
+        description=__doc__.splitlines()[0],
+    )
     p.add_argument("--quick", action="store_true", help="the first six hours only (seconds)")
     p.add_argument("--repeat", type=int, default=20, metavar="N", help="re-simulations timed (default 20)")
     p.add_argument("--json", action="store_true", help="the figures as one JSON line")

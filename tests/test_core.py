@@ -59,7 +59,8 @@ def hierarchical_drf() -> spec.Scenario:
         if plugin["name"] == "drf":
             plugin["enableHierarchy"] = True
     scenario["scheduler"]["conf"]["tiers"][1]["plugins"] = [
-        p for p in scenario["scheduler"]["conf"]["tiers"][1]["plugins"] if p["name"] != "proportion"]
+        p for p in scenario["scheduler"]["conf"]["tiers"][1]["plugins"] if p["name"] != "proportion"
+    ]
     return spec.validate(scenario)
 
 

@@ -71,6 +71,7 @@ from .core_state import (
     N_PLUGINS,
     N_STATUS,
     PENDING,
+    PH_PENDING,
 )
 from .problem import (
     ARG_DEFAULTS,
@@ -113,30 +114,53 @@ STATIC = (
     "node_alloc", "node_sched", "node_speed", "class_ok", "all_nodes",
     "q_weight", "q_rcap", "q_guar", "q_des", "q_named", "q_prio", "q_reclaimable", "q_open", "q_rank",
     "j_queue", "j_prio", "j_min", "j_minres", "j_has_minres", "j_rank", "j_creation", "j_sla", "j_submit",
-    "j_work", "j_uses_speed", "j_ckpt", "j_restart", "j_grace", "j_lo", "j_pair", "j_min_total", "j_init_phase",
+    "j_work", "j_uses_speed", "j_ckpt", "j_restart", "j_grace", "j_lo", "j_pair", "j_min_total",
+    "j_init_phase",
     "pair_min",
-    "t_job", "t_pair", "t_req", "t_prio", "t_never", "t_preemptable", "t_be", "t_critical", "t_index", "t_rank",
+    "t_job", "t_pair", "t_req", "t_prio", "t_never", "t_preemptable", "t_be", "t_critical", "t_index",
+    "t_rank",
     "t_class", "t_named", "t_shape", "t_init_node",
-    "total", "actions", "p_tier", "p_kind", "p_arg", "p_w", "hooks", "of_kind",
+    "total", "actions", "p_tier", "p_kind", "p_arg", "p_w", "hooks", "hook_len", "of_kind",
     "horizon", "period", "gpu", "has_enqueue",
 )
-MUTABLE = (
-    # the clock
-    "present", "done", "phase", "created", "status", "node", "open_run", "pip_on", "pip_action",
-    "run_start", "work_done", "lost_work", "enq_t", "start_t", "end_t", "evictions", "restarts", "version",
-    "n_used", "n_rel", "n_pip", "pods", "n_version", "j_cnt", "j_pbe", "pr_cnt", "pr_pbe", "j_alloc",
-    "j_preq", "q_use", "o_base", "q_live", "q_first", "live", "is_live", "close_mark", "to_close",
-    "start_mark", "to_start", "h_time", "h_key", "ev_time", "ev_int", "runs", "ints",
-    # one session's scratch
-    "s_phase", "sp_mark", "new_phase", "closed", "candidates", "fit", "fit_tasks", "fit_start", "fit_len",
-    "fit_pool", "pr_fail", "d_alloc", "d_share", "d_mark", "a_has", "a_order", "a_met", "wf_order",
-    "wf_req", "wf_des", "a_alloc", "a_inq", "a_des", "a_share", "o_idle", "o_inq", "q_seen", "q_off",
-    "q_order", "qh", "jh", "jh_n", "jl", "jl_n", "th", "th_n", "l_tasks", "cand", "vic", "vtmp", "vh",
-    "mark", "occ", "occ_mark", "rem", "rem_mark", "qrem", "qrem_mark", "node_mark", "feas", "nlist",
-    "unres", "score", "norder", "cache", "cache_mark", "score_key", "score_version", "score_value", "ops",
-    "binds", "evicts", "pipelined", "pipelined_on", "vec",
-)
-CoreFields = namedtuple("CoreFields", STATIC + MUTABLE)
+B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
+MUTABLE = {
+    # the clock (simulate.Simulation): per job, per task, the node and job books
+    "present": ("J", False, B), "done": ("J", False, B), "phase": ("J", PH_PENDING, I8),
+    "created": ("J", False, B), "status": ("T", PENDING, I8), "node": ("T", -1, I),
+    "open_run": ("T", -1, I), "pip_on": ("T", -1, I), "pip_action": ("T", -1, I),
+    "run_start": ("J", np.nan, F), "work_done": ("J", 0, F), "lost_work": ("J", 0, F),
+    "enq_t": ("J", np.nan, F), "start_t": ("J", np.nan, F), "end_t": ("J", np.nan, F),
+    "evictions": ("J", 0, I), "restarts": ("J", 0, I), "version": ("J", 0, I),
+    "n_used": ("N R", 0, F), "n_rel": ("N R", 0, F), "n_pip": ("N R", 0, F), "pods": ("N 6", 0, F),
+    "n_version": ("N", 0, I), "j_cnt": ("J S", 0, I32), "j_pbe": ("J", 0, I), "pr_cnt": ("P S", 0, I32),
+    "pr_pbe": ("P", 0, I), "j_alloc": ("J R", 0, F), "j_preq": ("J R", 0, F), "q_use": ("4 Q R", 0, F),
+    "o_base": ("2 R", 0, F), "q_live": ("Q", 0, I), "q_first": ("Q", -1, I), "live": ("J", -1, I),
+    "is_live": ("J", False, B), "close_mark": ("J", False, B), "to_close": ("J", 0, I),
+    "start_mark": ("J", False, B), "to_start": ("J", 0, I), "h_time": ("H", 0, F), "h_key": ("H 3", 0, I),
+    "ev_time": ("E", 0, F), "ev_int": ("E 7", 0, I32), "runs": ("K 5", np.nan, F), "ints": ("X", 0, I),
+    "score_key": ("N 4", -1, I), "score_version": ("N 4", -1, I), "score_value": ("N 4", 0, F),
+    # one session's scratch (core_actions, core_plugins)
+    "s_phase": ("J", 0, I8), "sp_mark": ("J", -1, I), "new_phase": ("J", 0, I8), "closed": ("J", 0, I),
+    "candidates": ("J", 0, I), "fit": ("T", False, B), "fit_tasks": ("T", 0, I), "fit_start": ("T", 0, I),
+    "fit_len": ("T", 0, I), "fit_pool": ("U", 0, I), "pr_fail": ("P", False, B), "d_alloc": ("J R", 0, F),
+    "d_share": ("J", 0, F), "d_mark": ("J", 0, I), "a_has": ("Q", False, B), "a_order": ("Q", 0, I),
+    "a_met": ("Q", False, B), "wf_order": ("Q", -1, I), "wf_req": ("Q R", 0, F), "wf_des": ("Q R", 0, F),
+    "a_alloc": ("2 Q R", 0, F), "a_inq": ("2 Q R", 0, F), "a_des": ("2 Q R", 0, F), "a_share": ("2 Q", 0, F),
+    "o_idle": ("R", 0, F), "o_inq": ("R", 0, F), "q_seen": ("Q", False, B), "q_off": ("Q+1", 0, I),
+    "q_order": ("Q", 0, I), "qh": ("Q+J+1", 0, I), "jh": ("J+1", 0, I), "jh_n": ("Q", 0, I),
+    "jl": ("J+1", 0, I), "jl_n": ("Q", 0, I), "th": ("T+1", 0, I), "th_n": ("J", 0, I),
+    "l_tasks": ("T", 0, I),
+    "cand": ("T", 0, I), "vic": ("T", 0, I), "vtmp": ("T", 0, I), "vh": ("T", 0, I), "mark": ("T", 0, I),
+    "occ": ("J", 0, I), "occ_mark": ("J", 0, I), "rem": ("J R", 0, F), "rem_mark": ("J", 0, I),
+    "qrem": ("Q R", 0, F), "qrem_mark": ("Q", 0, I), "node_mark": ("N", 0, I), "feas": ("N", 0, I),
+    "nlist": ("N", 0, I), "unres": ("N", 0, I), "score": ("N", 0, F), "norder": ("N", 0, I),
+    "cache": ("M N", 0, I8), "cache_mark": ("M", 0, I), "ops": ("2*T+16 3", 0, I), "binds": ("T+1 5", 0, I),
+    "evicts": ("T+1 3", 0, I), "pipelined": ("T+1", 0, I), "pipelined_on": ("T+1", 0, I),
+    "vec": ("8 R", 0, F),
+}
+"""The run's mutable arrays: shape (in the sizes of :func:`mutable_arrays`), initial value, dtype."""
+CoreFields = namedtuple("CoreFields", STATIC + tuple(MUTABLE))
 
 
 # ---------------------------------------------------------------------------------------- support
@@ -180,16 +204,19 @@ def _plugin_arrays(problem: Problem) -> dict:
         if not args[p, Arg.SLA_WAITING_TIME] > 0:
             args[p, Arg.SLA_WAITING_TIME] = np.nan
     hooks = np.full((N_HOOKS, max(n, 1)), -1, np.int64)
+    hook_len = np.zeros(N_HOOKS, np.int64)
     for hook, (kinds, ext) in REGISTERED.items():
-        row = [p for p in range(n) if policy.plugin_kind[p] in kinds and (ext is None or policy.plugin_enabled[p, ext])
+        row = [p for p in range(n)
+               if policy.plugin_kind[p] in kinds and (ext is None or policy.plugin_enabled[p, ext])
                and not (policy.plugin_kind[p] == Plugin.BINPACK and args[p, Arg.BINPACK_WEIGHT] == 0)]
         hooks[hook, :len(row)] = row
+        hook_len[hook] = len(row)
     of_kind = np.full(N_PLUGINS, -1, np.int64)
     for p in range(n):
         of_kind[policy.plugin_kind[p]] = p
     return {"p_tier": policy.plugin_tier.astype(np.int64), "p_kind": policy.plugin_kind.astype(np.int64),
-            "p_arg": args, "p_w": np.ascontiguousarray(policy.plugin_resource_weights, float), "hooks": hooks,
-            "of_kind": of_kind, "actions": policy.actions.astype(np.int64),
+            "p_arg": args, "p_w": np.ascontiguousarray(policy.plugin_resource_weights, float),
+            "hooks": hooks, "hook_len": hook_len, "of_kind": of_kind, "actions": policy.actions.astype(np.int64),
             "has_enqueue": bool(np.any(policy.actions == Action.ENQUEUE))}
 
 
@@ -203,7 +230,8 @@ def _queue_arrays(problem: Problem, total: np.ndarray) -> dict:
     named[:, [CPU, MEMORY]] = True
     return {"q_weight": problem.queue_weight.astype(float), "q_rcap": np.minimum(room + guarantee, cap),
             "q_guar": guarantee, "q_des": np.nan_to_num(problem.queue_deserved, nan=0.0), "q_named": named,
-            "q_prio": problem.queue_priority.astype(np.int64), "q_reclaimable": problem.queue_reclaimable.astype(bool),
+            "q_prio": problem.queue_priority.astype(np.int64),
+            "q_reclaimable": problem.queue_reclaimable.astype(bool),
             "q_open": problem.queue_open.astype(bool), "q_rank": problem.queue_rank.astype(np.int64)}
 
 
@@ -215,7 +243,8 @@ def _role_pairs(problem: Problem) -> dict:
     keys = np.unique(np.concatenate([task_key, jobs * n_roles + roles]))
     pair_job, pair_role = keys // n_roles, keys % n_roles
     minima = problem.job_min_task_member
-    return {"pair_min": minima[pair_job, pair_role].astype(np.int64) if minima.size else np.zeros(len(keys), np.int64),
+    pair_min = minima[pair_job, pair_role].astype(np.int64) if minima.size else np.zeros(len(keys), np.int64)
+    return {"pair_min": pair_min,
             "j_pair": np.searchsorted(pair_job, np.arange(problem.n_jobs + 1)).astype(np.int64),
             "t_pair": np.searchsorted(keys, task_key).astype(np.int64),
             "j_min_total": np.where(minima > 0, minima, 0).sum(axis=1).astype(np.int64)}
@@ -244,11 +273,13 @@ def static_arrays(c: Compiled) -> dict:
     total = p.node_allocatable.sum(axis=0)
     names = p.resource_names
     arrays = {
-        "node_alloc": np.ascontiguousarray(p.node_allocatable, float), "node_sched": p.node_schedulable.astype(bool),
+        "node_alloc": np.ascontiguousarray(p.node_allocatable, float),
+        "node_sched": p.node_schedulable.astype(bool),
         "node_speed": c.node_speed.astype(float), "class_ok": np.ascontiguousarray(p.class_node_ok, bool),
         "all_nodes": np.arange(p.n_nodes, dtype=np.int64),
         "j_queue": p.job_queue.astype(np.int64), "j_prio": p.job_priority.astype(np.int64),
-        "j_min": p.job_min_member.astype(np.int64), "j_minres": np.ascontiguousarray(p.job_min_resources, float),
+        "j_min": p.job_min_member.astype(np.int64),
+        "j_minres": np.ascontiguousarray(p.job_min_resources, float),
         "j_has_minres": p.job_has_min_resources.astype(bool), "j_rank": p.job_rank.astype(np.int64),
         "j_creation": p.job_creation.astype(float), "j_sla": p.job_sla_waiting.astype(float),
         "j_submit": c.job_submit.astype(float), "j_work": c.job_work.astype(float),
@@ -274,76 +305,31 @@ def static_arrays(c: Compiled) -> dict:
     return arrays
 
 
-def _ints() -> np.ndarray:
-    ints = np.zeros(N_INTS, np.int64)
-    ints[I_WATER_FILLED] = -1  # no deserved computed yet
-    return ints
+def _size(dim: str, sizes: dict) -> int:
+    """A dimension of :data:`MUTABLE`: a sum of terms ``7``, ``T`` or ``2*T``."""
+    total = 0
+    for term in dim.split("+"):
+        factor, _, name = term.rpartition("*")
+        total += (int(factor) if factor else 1) * (sizes[name] if name.isalpha() else int(name))
+    return total
 
 
 def mutable_arrays(st: dict, scale: float) -> dict:
-    """Fresh clock state and session scratch; ``scale`` multiplies the buffers whose size a run
-    cannot bound in advance (events, pod runs, clock events, fit-error nodes)."""
-    n_nodes, n_res = st["node_alloc"].shape
-    n_jobs, n_tasks, n_queues = len(st["j_queue"]), len(st["t_job"]), len(st["q_weight"])
-    n_pairs = len(st["pair_min"])
-    max_pairs = int(np.diff(st["j_pair"]).max()) if n_jobs else 1
-    f, i64, b = np.float64, np.int64, np.bool_
-    events, heap, runs, fit_nodes = (max(8, int(scale * size)) for size in (
-        4 * n_jobs + 4 * n_tasks + 64, n_jobs + 2 * n_tasks + 64, n_tasks + 16, n_nodes + 64))
-
-    def full(shape, value, dtype):
-        return np.full(shape, value, dtype)
-
-    return {
-        "present": full(n_jobs, False, b), "done": full(n_jobs, False, b),
-        "phase": full(n_jobs, int(PodGroupPhase.PENDING), np.int8), "created": full(n_jobs, False, b),
-        "status": full(n_tasks, PENDING, np.int8), "node": full(n_tasks, -1, i64), "open_run": full(n_tasks, -1, i64),
-        "pip_on": full(n_tasks, -1, i64), "pip_action": full(n_tasks, -1, i64),
-        "run_start": full(n_jobs, np.nan, f), "work_done": full(n_jobs, 0.0, f), "lost_work": full(n_jobs, 0.0, f),
-        "enq_t": full(n_jobs, np.nan, f), "start_t": full(n_jobs, np.nan, f), "end_t": full(n_jobs, np.nan, f),
-        "evictions": full(n_jobs, 0, i64), "restarts": full(n_jobs, 0, i64), "version": full(n_jobs, 0, i64),
-        "n_used": full((n_nodes, n_res), 0.0, f), "n_rel": full((n_nodes, n_res), 0.0, f),
-        "n_pip": full((n_nodes, n_res), 0.0, f), "pods": full((n_nodes, 6), 0.0, f),
-        "n_version": full(n_nodes, 0, i64),
-        "j_cnt": full((n_jobs, N_STATUS), 0, np.int32), "j_pbe": full(n_jobs, 0, i64),
-        "pr_cnt": full((n_pairs, N_STATUS), 0, np.int32), "pr_pbe": full(n_pairs, 0, i64),
-        "j_alloc": full((n_jobs, n_res), 0.0, f), "j_preq": full((n_jobs, n_res), 0.0, f),
-        "q_use": full((4, n_queues, n_res), 0.0, f), "o_base": full((2, n_res), 0.0, f),
-        "q_live": full(n_queues, 0, i64), "q_first": full(n_queues, -1, i64),
-        "live": full(n_jobs, -1, i64), "is_live": full(n_jobs, False, b),
-        "close_mark": full(n_jobs, False, b), "to_close": full(n_jobs, 0, i64),
-        "start_mark": full(n_jobs, False, b), "to_start": full(n_jobs, 0, i64), "h_time": full(heap, 0.0, f), "h_key": full((heap, 3), 0, i64),
-        "ev_time": full(events, 0.0, f), "ev_int": full((events, 7), 0, np.int32),
-        "runs": full((runs, 5), np.nan, f), "ints": _ints(),
-        "s_phase": full(n_jobs, 0, np.int8), "sp_mark": full(n_jobs, -1, i64), "new_phase": full(n_jobs, 0, np.int8),
-        "closed": full(n_jobs, 0, i64), "candidates": full(n_jobs, 0, i64),
-        "fit": full(n_tasks, False, b), "fit_tasks": full(n_tasks, 0, i64), "fit_start": full(n_tasks, 0, i64), "fit_len": full(n_tasks, 0, i64),
-        "fit_pool": full(fit_nodes, 0, i64), "pr_fail": full(n_pairs, False, b),
-        "d_alloc": full((n_jobs, n_res), 0.0, f), "d_share": full(n_jobs, 0.0, f),
-        "d_mark": full(n_jobs, 0, i64),
-        "a_has": full(n_queues, False, b), "a_order": full(n_queues, 0, i64), "a_met": full(n_queues, False, b),
-        "wf_order": full(n_queues, -1, i64), "wf_req": full((n_queues, n_res), 0.0, f),
-        "wf_des": full((n_queues, n_res), 0.0, f),
-        "a_alloc": full((2, n_queues, n_res), 0.0, f), "a_inq": full((2, n_queues, n_res), 0.0, f),
-        "a_des": full((2, n_queues, n_res), 0.0, f), "a_share": full((2, n_queues), 0.0, f),
-        "o_idle": full(n_res, 0.0, f), "o_inq": full(n_res, 0.0, f),
-        "q_seen": full(n_queues, False, b), "q_off": full(n_queues + 1, 0, i64), "q_order": full(n_queues, 0, i64),
-        "qh": full(n_queues + n_jobs + 1, 0, i64), "jh": full(max(n_jobs, 1), 0, i64), "jh_n": full(n_queues, 0, i64),
-        "jl": full(max(n_jobs, 1), 0, i64), "jl_n": full(n_queues, 0, i64),
-        "th": full(max(n_tasks, 1), 0, i64), "th_n": full(n_jobs, 0, i64),
-        "l_tasks": full(n_tasks, 0, i64), "cand": full(n_tasks, 0, i64), "vic": full(n_tasks, 0, i64),
-        "vtmp": full(n_tasks, 0, i64), "vh": full(n_tasks, 0, i64), "mark": full(n_tasks, 0, i64),
-        "occ": full(n_jobs, 0, i64), "occ_mark": full(n_jobs, 0, i64), "rem": full((n_jobs, n_res), 0.0, f),
-        "rem_mark": full(n_jobs, 0, i64), "qrem": full((n_queues, n_res), 0.0, f), "qrem_mark": full(n_queues, 0, i64),
-        "node_mark": full(n_nodes, 0, i64), "feas": full(n_nodes, 0, i64), "nlist": full(n_nodes, 0, i64),
-        "unres": full(n_nodes, 0, i64), "score": full(n_nodes, 0.0, f), "norder": full(n_nodes, 0, i64),
-        "cache": full((max_pairs, n_nodes), 0, np.int8), "cache_mark": full(max_pairs, 0, i64),
-        "score_key": full((n_nodes, 4), -1, i64), "score_version": full((n_nodes, 4), -1, i64),
-        "score_value": full((n_nodes, 4), 0.0, f),
-        "ops": full((2 * n_tasks + 16, 3), 0, i64), "binds": full((n_tasks + 1, 5), 0, i64),
-        "evicts": full((n_tasks + 1, 3), 0, i64), "pipelined": full(n_tasks + 1, 0, i64),
-        "pipelined_on": full(n_tasks + 1, 0, i64), "vec": full((8, n_res), 0.0, f),
-    }
+    """Fresh clock state and session scratch (:data:`MUTABLE`). Sizes: J jobs, T tasks, N nodes,
+    Q queues, R resources, P (job, role) pairs, M most pairs of one job, S task statuses, X scalar
+    slots; ``scale`` multiplies the buffers a run cannot bound in advance: E events, H clock
+    events, K pod runs, U fit-error nodes."""
+    n_jobs, n_tasks, n_nodes = len(st["j_queue"]), len(st["t_job"]), len(st["node_alloc"])
+    sizes = {"J": n_jobs, "T": n_tasks, "N": n_nodes, "Q": len(st["q_weight"]), "R": len(st["total"]),
+             "P": len(st["pair_min"]), "M": int(np.diff(st["j_pair"]).max()) if n_jobs else 1,
+             "S": N_STATUS, "X": N_INTS}
+    grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks), ("K", n_tasks), ("U", n_nodes))
+    for name, size in grown:
+        sizes[name] = max(8, int(scale * (size + 64)))
+    arrays = {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
+              for name, (shape, value, dtype) in MUTABLE.items()}
+    arrays["ints"][I_WATER_FILLED] = -1  # no deserved computed yet
+    return arrays
 
 
 # ---------------------------------------------------------------------------------------- run
@@ -446,5 +432,5 @@ def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> list[tuple]:
         counts = np.array([f"{x} pods running" for x in range(int(a[rows].max()) + 1)], object)
         messages[rows] = counts[a[rows]]
     names = np.array(EVENT_KINDS, object)[kind]
-    return list(zip(time.tolist(), names.tolist(), job.tolist(), task.tolist(), node.tolist(), reasons.tolist(),
-                    messages.tolist()))
+    columns = (time, names, job, task, node, reasons, messages)
+    return list(zip(*(column.tolist() for column in columns)))

@@ -71,7 +71,11 @@ def less_equal_partly_zero_filtered(left, right, req):
     """LessEqualPartlyWithDimensionZeroFiltered: ``left <= right`` (tolerant) on at least one
     requested dimension that is not zero on both sides."""
     for r in range(req.size):
-        if requested(req, r) and not (left[r] < MIN_RESOURCE and right[r] < MIN_RESOURCE) and le(left[r], right[r]):
+        if (
+            requested(req, r)
+            and not (left[r] < MIN_RESOURCE and right[r] < MIN_RESOURCE)
+            and le(left[r], right[r])
+        ):
             return True
     return False
 
@@ -433,4 +437,3 @@ def need_continue_allocating(s, j):
 def zero_row(row):
     for r in range(row.size):
         row[r] = 0.0
-

@@ -32,8 +32,6 @@ from .core_plugins import (
     allocatable,
     drf_touch,
     fire,
-    heap_pop,
-    heap_push,
     job_enqueued,
     job_ready,
     job_starving,
@@ -42,8 +40,10 @@ from .core_plugins import (
     node_score,
     open_plugins,
     overused,
+    pop,
     predicate,
     preemptive,
+    push,
     victims_of,
     vote,
 )
@@ -80,6 +80,7 @@ from .core_state import (
     I_TO_CLOSE,
     I_TOP,
     I_UNRESOLVABLE,
+    I_VICTIMS,
     I_WAITING,
     MSG_BACKFILL,
     MSG_FITS_IDLE,
@@ -172,7 +173,13 @@ def dispatch(s, t, msg, ref_task, ref_node):
     if k >= s.binds.shape[0]:
         s.ints[I_OVERFLOW] = 1
         return
-    s.binds[k, 0], s.binds[k, 1], s.binds[k, 2], s.binds[k, 3], s.binds[k, 4] = t, msg, ref_task, ref_node, s.node[t]
+    s.binds[k, 0], s.binds[k, 1], s.binds[k, 2], s.binds[k, 3], s.binds[k, 4] = (
+        t,
+        msg,
+        ref_task,
+        ref_node,
+        s.node[t],
+    )
     s.ints[I_BINDS] = k + 1
 
 
@@ -477,50 +484,12 @@ def close_session(s):
 
 
 @jit
-def push_queue(s, q):
-    n = s.ints[I_QUEUE_HEAP]
-    if n >= s.qh.size:
-        s.ints[I_OVERFLOW] = 1
-        return
-    s.ints[I_QUEUE_HEAP] = heap_push(s, HEAP_QUEUE, s.qh, 0, n, q)
-
-
-@jit
-def pop_queue(s):
-    n = s.ints[I_QUEUE_HEAP]
-    s.ints[I_QUEUE_HEAP] = n - 1
-    return heap_pop(s, HEAP_QUEUE, s.qh, 0, n)
-
-
-@jit
-def push_job(s, q, j):
-    s.jh_n[q] = heap_push(s, HEAP_JOB, s.jh, s.q_off[q], s.jh_n[q], j)
-
-
-@jit
-def pop_job(s, q):
-    s.jh_n[q] -= 1
-    return heap_pop(s, HEAP_JOB, s.jh, s.q_off[q], s.jh_n[q] + 1)
-
-
-@jit
-def push_task(s, j, t):
-    s.th_n[j] = heap_push(s, HEAP_TASK, s.th, s.j_lo[j], s.th_n[j], t)
-
-
-@jit
-def pop_task(s, j):
-    s.th_n[j] -= 1
-    return heap_pop(s, HEAP_TASK, s.th, s.j_lo[j], s.th_n[j] + 1)
-
-
-@jit
 def tasks_with_status(s, j, status):
     """The job's task heap holds its tasks in ``status``, pushed in task order."""
     s.th_n[j] = 0
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
         if s.status[t] == status:
-            push_task(s, j, t)
+            push(s, HEAP_TASK, j, t)
 
 
 @jit
@@ -551,20 +520,20 @@ def enqueue(s, now):
     for k in range(s.ints[I_ATTRS]):
         q = s.a_order[k]
         first_sight(s, q)
-        push_queue(s, q)
+        push(s, HEAP_QUEUE, 0, q)
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
         if is_pending(session_phase(s, j)):
-            push_job(s, s.j_queue[j], j)
+            push(s, HEAP_JOB, s.j_queue[j], j)
     while s.ints[I_QUEUE_HEAP] > 0:
-        q = pop_queue(s)
+        q = pop(s, HEAP_QUEUE, 0)
         if s.jh_n[q] == 0:
             continue
-        j = pop_job(s, q)
+        j = pop(s, HEAP_JOB, q)
         if not s.j_has_minres[j] or vote(s, H_JOB_ENQUEUEABLE, j, now):
             job_enqueued(s, j)
             set_session_phase(s, j, PH_INQUEUE)
-        push_queue(s, q)
+        push(s, HEAP_QUEUE, 0, q)
 
 
 @jit
@@ -582,28 +551,28 @@ def allocate(s, now):
             continue
         q = s.j_queue[j]
         if first_sight(s, q):
-            push_queue(s, q)
-        push_job(s, q, j)
+            push(s, HEAP_QUEUE, 0, q)
+        push(s, HEAP_JOB, q, j)
         s.th_n[j] = 0
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             if s.status[t] == PENDING and not s.t_be[t]:
-                push_task(s, j, t)
+                push(s, HEAP_TASK, j, t)
     while s.ints[I_QUEUE_HEAP] > 0:
-        q = pop_queue(s)
+        q = pop(s, HEAP_QUEUE, 0)
         if overused(s, q):
             continue
         if s.jh_n[q] == 0:
             continue
-        j = pop_job(s, q)
+        j = pop(s, HEAP_JOB, q)
         start = s.ints[I_TOP]
         kept = allocate_tasks(s, j, now, start)
         if kept and job_ready(s, j):
             commit(s, start)
             if s.th_n[j] > 0:
-                push_job(s, q, j)
+                push(s, HEAP_JOB, q, j)
         else:
             s.ints[I_TOP] = start  # a pipelined job keeps its placements; the statement is dropped
-        push_queue(s, q)
+        push(s, HEAP_QUEUE, 0, q)
 
 
 @jit
@@ -613,7 +582,7 @@ def allocate_tasks(s, j, now, start):
     q = s.j_queue[j]
     stamp = new_stamp(s)
     while s.th_n[j] > 0:
-        t = pop_task(s, j)
+        t = pop(s, HEAP_TASK, j)
         if not allocatable(s, q, t):
             continue
         if s.t_named[t] and s.pr_fail[s.t_pair[t]]:
@@ -651,30 +620,34 @@ def backfill(s, now):
     start_action(s, BACKFILL)
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
-        if (s.j_pbe[j] == 0 and s.j_cnt[j, PIPELINED] == 0) or is_pending(session_phase(s, j)) or not job_valid(s, j):
+        if (
+            (s.j_pbe[j] == 0 and s.j_cnt[j, PIPELINED] == 0)
+            or is_pending(session_phase(s, j))
+            or not job_valid(s, j)
+        ):
             continue
         s.th_n[j] = 0
         if s.j_pbe[j] > 0:
             for t in range(s.j_lo[j], s.j_lo[j + 1]):
                 if s.status[t] == PENDING and s.t_be[t]:
-                    push_task(s, j, t)
+                    push(s, HEAP_TASK, j, t)
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             if s.status[t] == PIPELINED and s.t_be[t]:
                 unplace(s, t)
-                push_task(s, j, t)
+                push(s, HEAP_TASK, j, t)
         if s.th_n[j] == 0:
             continue
         q = s.j_queue[j]
         if first_sight(s, q):
-            push_queue(s, q)
-        push_job(s, q, j)
+            push(s, HEAP_QUEUE, 0, q)
+        push(s, HEAP_JOB, q, j)
     ordered = 0
     while s.ints[I_QUEUE_HEAP] > 0:
-        q = pop_queue(s)
+        q = pop(s, HEAP_QUEUE, 0)
         while s.jh_n[q] > 0:
-            j = pop_job(s, q)
+            j = pop(s, HEAP_JOB, q)
             while s.th_n[j] > 0:
-                s.l_tasks[ordered] = pop_task(s, j)
+                s.l_tasks[ordered] = pop(s, HEAP_TASK, j)
                 ordered += 1
     for k in range(ordered):
         t = s.l_tasks[k]
@@ -749,11 +722,10 @@ def victims_room(s, t, n, nv):
 
 @jit
 def victims_heap(s, nv):
-    """BuildVictimsPriorityQueue of ``s.vic[:nv]`` into ``s.vh``; returns its size."""
-    size = 0
+    """BuildVictimsPriorityQueue of ``s.vic[:nv]``."""
+    s.ints[I_VICTIMS] = 0
     for k in range(nv):
-        size = heap_push(s, HEAP_VICTIM, s.vh, 0, size, s.vic[k])
-    return size
+        push(s, HEAP_VICTIM, 0, s.vic[k])
 
 
 @jit
@@ -779,11 +751,10 @@ def preempt_task(s, t, scope):
         if not victims_room(s, t, n, nv):
             continue
         start = s.ints[I_TOP]
-        size = victims_heap(s, nv)
+        victims_heap(s, nv)
         fits = fits_on_node(s, q, t, n)
-        while size > 0 and not fits:
-            victim = heap_pop(s, HEAP_VICTIM, s.vh, 0, size)
-            size -= 1
+        while s.ints[I_VICTIMS] > 0 and not fits:
+            victim = pop(s, HEAP_VICTIM, 0)
             evict(s, victim, t)
             fits = fits_on_node(s, q, t, n)
         if fits:
@@ -808,19 +779,19 @@ def preempt(s, now):
         if first_sight(s, q):
             s.q_order[n_queues] = q
             n_queues += 1
-        push_job(s, q, j)
+        push(s, HEAP_JOB, q, j)
         s.jl[s.q_off[q] + s.jl_n[q]] = j
         s.jl_n[q] += 1
         tasks_with_status(s, j, PENDING)
     for k in range(n_queues):
-        push_queue(s, s.q_order[k])
+        push(s, HEAP_QUEUE, 0, s.q_order[k])
     while s.ints[I_QUEUE_HEAP] > 0:
-        q = pop_queue(s)
+        q = pop(s, HEAP_QUEUE, 0)
         while s.jh_n[q] > 0:
-            j = pop_job(s, q)
+            j = pop(s, HEAP_JOB, q)
             start = s.ints[I_TOP]
             while job_starving(s, j) and s.th_n[j] > 0:
-                preempt_task(s, pop_task(s, j), SCOPE_QUEUE)
+                preempt_task(s, pop(s, HEAP_TASK, j), SCOPE_QUEUE)
             if vote(s, H_JOB_PIPELINED, j, now):
                 commit(s, start)
             else:
@@ -830,7 +801,7 @@ def preempt(s, now):
             tasks_with_status(s, j, PENDING)
             while s.th_n[j] > 0:
                 start = s.ints[I_TOP]
-                if not preempt_task(s, pop_task(s, j), SCOPE_JOB):
+                if not preempt_task(s, pop(s, HEAP_TASK, j), SCOPE_JOB):
                     discard(s, start)
                     break
                 commit(s, start)
@@ -851,12 +822,11 @@ def reclaim_task(s, t, j):
         nv = victims_of(s, H_RECLAIMABLE, t, s.cand, nc)
         if not victims_room(s, t, n, nv):
             continue
-        size = victims_heap(s, nv)
+        victims_heap(s, nv)
         future_idle(s, n, available)
         start = s.ints[I_TOP]
-        while size > 0 and not less_equal(req, available):
-            victim = heap_pop(s, HEAP_VICTIM, s.vh, 0, size)
-            size -= 1
+        while s.ints[I_VICTIMS] > 0 and not less_equal(req, available):
+            victim = pop(s, HEAP_VICTIM, 0)
             evict(s, victim, t)
             for r in range(available.size):
                 available[r] += s.t_req[victim, r]
@@ -878,19 +848,19 @@ def reclaim(s, now):
             continue
         q = s.j_queue[j]
         if first_sight(s, q):
-            push_queue(s, q)
+            push(s, HEAP_QUEUE, 0, q)
         if job_starving(s, j):
-            push_job(s, q, j)
+            push(s, HEAP_JOB, q, j)
             tasks_with_status(s, j, PENDING)
     while s.ints[I_QUEUE_HEAP] > 0:
-        q = pop_queue(s)
+        q = pop(s, HEAP_QUEUE, 0)
         if overused(s, q):
             continue
         while s.jh_n[q] > 0:
-            j = pop_job(s, q)
+            j = pop(s, HEAP_JOB, q)
             start = s.ints[I_TOP]
             while job_starving(s, j) and s.th_n[j] > 0:
-                t = pop_task(s, j)
+                t = pop(s, HEAP_TASK, j)
                 if s.t_never[t] or not preemptive(s, q, t):
                     continue
                 reclaim_task(s, t, j)
@@ -899,7 +869,7 @@ def reclaim(s, now):
             else:
                 discard(s, start)
             if s.jh_n[q] > 0:
-                push_queue(s, q)
+                push(s, HEAP_QUEUE, 0, q)
 
 
 @inlined

@@ -311,7 +311,17 @@ def evict(s, now, t, action, ref):
     """An eviction the session committed; below minAvailable the job restarts (RestartJob)."""
     j = s.t_job[t]
     s.evictions[j] += 1
-    log(s, now, EV_EVICTED, j, t, s.node[t], MSG_PREEMPTED_BY if action == PREEMPT else MSG_RECLAIMED_BY, ref, 0)
+    log(
+        s,
+        now,
+        EV_EVICTED,
+        j,
+        t,
+        s.node[t],
+        MSG_PREEMPTED_BY if action == PREEMPT else MSG_RECLAIMED_BY,
+        ref,
+        0,
+    )
     terminate(s, now, t)
     if count_status(s, j, RUNNING) >= max(1, s.j_min[j]):
         return
@@ -388,8 +398,11 @@ def session_once(s, now):
         if s.pip_on[t] != n:
             s.pip_on[t] = n
             action = s.pip_action[t]
-            msg = MSG_FITS_FUTURE if action == ALLOCATE else (MSG_PREEMPTED_ROOM if action == PREEMPT
-                                                               else MSG_RECLAIMED_ROOM)
+            msg = (
+                MSG_FITS_FUTURE
+                if action == ALLOCATE
+                else (MSG_PREEMPTED_ROOM if action == PREEMPT else MSG_RECLAIMED_ROOM)
+            )
             log(s, now, EV_PIPELINED, s.t_job[t], t, n, msg, action, 0)
     for i in range(s.ints[I_CLOSED]):
         j = s.closed[i]

@@ -67,8 +67,10 @@ from .core_state import (
     H_QUEUE_ORDER,
     H_TASK_ORDER,
     I_ATTRS,
+    I_QUEUE_HEAP,
     I_SESSIONS,
     I_STAMP,
+    I_VICTIMS,
     I_WATER_FILLED,
     MEMORY,
     MIN_RESOURCE,
@@ -97,12 +99,8 @@ HEAP_QUEUE, HEAP_JOB, HEAP_TASK, HEAP_VICTIM = range(4)
 @jit
 def task_less(s, a, b):
     """TaskOrderFn: priority, then helpers.CompareTask (pod-name index, creation, UID)."""
-    hooks = s.hooks
-    for i in range(hooks.shape[1]):
-        if hooks[H_TASK_ORDER, i] < 0:
-            break
-        if s.t_prio[a] != s.t_prio[b]:  # priority is the only taskOrder plugin
-            return s.t_prio[a] > s.t_prio[b]
+    if s.hook_len[H_TASK_ORDER] and s.t_prio[a] != s.t_prio[b]:  # priority is the only taskOrder plugin
+        return s.t_prio[a] > s.t_prio[b]
     ia, ib = s.t_index[a], s.t_index[b]
     if ia >= 0 and ib >= 0 and ia != ib:
         return ia < ib
@@ -119,11 +117,8 @@ def sla_waiting(s, e, j):
 @jit
 def job_compare(s, a, b):
     """JobOrderFn without the fallback: the first plugin with a non-zero answer."""
-    hooks = s.hooks
-    for i in range(hooks.shape[1]):
-        e = hooks[H_JOB_ORDER, i]
-        if e < 0:
-            break
+    for i in range(s.hook_len[H_JOB_ORDER]):
+        e = s.hooks[H_JOB_ORDER, i]
         kind = s.p_kind[e]
         if kind == PRIORITY:
             pa, pb = s.j_prio[a], s.j_prio[b]
@@ -163,11 +158,8 @@ def job_less(s, a, b):
 @jit
 def queue_less(s, a, b):
     """QueueOrderFn: proportion / capacity (priority, then share); fallback creation, UID."""
-    hooks = s.hooks
-    for i in range(hooks.shape[1]):
-        e = hooks[H_QUEUE_ORDER, i]
-        if e < 0:
-            break
+    for i in range(s.hook_len[H_QUEUE_ORDER]):
+        e = s.hooks[H_QUEUE_ORDER, i]
         if s.q_prio[a] != s.q_prio[b]:
             return s.q_prio[a] > s.q_prio[b]
         slot = SLOT_PROPORTION if s.p_kind[e] == PROPORTION else SLOT_CAPACITY
@@ -183,8 +175,9 @@ def queue_less(s, a, b):
 
 @jit
 def victim_less(s, a, b):
-    """BuildVictimsPriorityQueue's order: same job -> reverse task order; other queues -> VictimQueueOrderFn (default: reverse
-    queue order); else reverse job order, then reverse task order."""
+    """BuildVictimsPriorityQueue's order: same job -> reverse task order; other queues ->
+    VictimQueueOrderFn (default: reverse queue order); else reverse job order, then reverse task
+    order."""
     ja, jb = s.t_job[a], s.t_job[b]
     if ja == jb:
         return not task_less(s, a, b)
@@ -213,7 +206,7 @@ def heap_less(s, kind, a, b):
 
 @jit
 def heap_push(s, kind, buf, off, n, item):
-    """container/heap Push onto ``buf[off:off+n]``; returns the new size."""
+    """container/heap Push onto ``buf[off:off+n]``."""
     j = n
     buf[off + j] = item
     while j > 0:
@@ -222,12 +215,11 @@ def heap_push(s, kind, buf, off, n, item):
             break
         buf[off + i], buf[off + j] = buf[off + j], buf[off + i]
         j = i
-    return n + 1
 
 
 @jit
 def heap_pop(s, kind, buf, off, n):
-    """container/heap Pop from ``buf[off:off+n]`` (the size becomes n - 1); returns the item."""
+    """container/heap Pop from ``buf[off:off+n]``; returns the item."""
     last = n - 1
     buf[off], buf[off + last] = buf[off + last], buf[off]
     i = 0
@@ -246,6 +238,35 @@ def heap_pop(s, kind, buf, off, n):
 
 
 @jit
+def heap_of(s, kind, k):
+    """Where heap ``k`` of ``kind`` lives: (buffer, offset, size array, size index). One queue
+    heap and one victim heap at a time; a job heap per queue, a task heap per job."""
+    if kind == HEAP_QUEUE:
+        return s.qh, 0, s.ints, I_QUEUE_HEAP
+    if kind == HEAP_JOB:
+        return s.jh, s.q_off[k], s.jh_n, k
+    if kind == HEAP_TASK:
+        return s.th, s.j_lo[k], s.th_n, k
+    return s.vh, 0, s.ints, I_VICTIMS
+
+
+@jit
+def push(s, kind, k, item):
+    """Push ``item`` on heap ``k`` of ``kind`` (util.PriorityQueue.Push)."""
+    buf, off, sizes, i = heap_of(s, kind, k)
+    heap_push(s, kind, buf, off, sizes[i], item)
+    sizes[i] += 1
+
+
+@jit
+def pop(s, kind, k):
+    """Pop the first item of heap ``k`` of ``kind`` (util.PriorityQueue.Pop)."""
+    buf, off, sizes, i = heap_of(s, kind, k)
+    sizes[i] -= 1
+    return heap_pop(s, kind, buf, off, sizes[i] + 1)
+
+
+@jit
 def new_stamp(s):
     """A fresh mark value for the lazily reset ``*_mark`` arrays."""
     s.ints[I_STAMP] += 1
@@ -258,25 +279,15 @@ def new_stamp(s):
 @jit
 def job_valid(s, j):
     """JobValid (gang, never switched off): enough valid pods overall and per role."""
-    hooks = s.hooks
-    for i in range(hooks.shape[1]):
-        if hooks[H_JOB_VALID, i] < 0:
-            break
-        if not roles_meet_minimum(s, j, ROLE_VALID) or valid_of(s.j_cnt[j]) < s.j_min[j]:
-            return False
-    return True
+    return not s.hook_len[H_JOB_VALID] or (
+        roles_meet_minimum(s, j, ROLE_VALID) and valid_of(s.j_cnt[j]) >= s.j_min[j]
+    )
 
 
 @jit
 def job_ready(s, j):
     """JobReady: AND over gang's ready check."""
-    hooks = s.hooks
-    for i in range(hooks.shape[1]):
-        if hooks[H_JOB_READY, i] < 0:
-            break
-        if not (roles_meet_minimum(s, j, ROLE_READY) and is_ready(s, j)):
-            return False
-    return True
+    return not s.hook_len[H_JOB_READY] or (roles_meet_minimum(s, j, ROLE_READY) and is_ready(s, j))
 
 
 @jit
@@ -290,7 +301,13 @@ def enqueue_room(s, slot, j):
     """proportion/capacity JobEnqueueable: minResources + allocated + inqueue - elastic stays
     within realCapability on the dimensions minResources names."""
     q = s.j_queue[j]
-    minres, alloc, inq, el, cap = s.j_minres[j], s.a_alloc[slot, q], s.a_inq[slot, q], s.q_use[3, q], s.q_rcap[q]
+    minres, alloc, inq, el, cap = (
+        s.j_minres[j],
+        s.a_alloc[slot, q],
+        s.a_inq[slot, q],
+        s.q_use[3, q],
+        s.q_rcap[q],
+    )
     for r in range(minres.size):
         if requested(minres, r) and not minres[r] + alloc[r] + inq[r] - el[r] <= cap[r]:
             return False
@@ -324,12 +341,9 @@ def plugin_vote(s, e, j, now, enqueue):
 def vote(s, hook, j, now):
     """JobPipelined / JobEnqueueable: any Reject => false; a tier with a Permit decides;
     default true."""
-    hooks = s.hooks
     tier, permitted = -1, False
-    for i in range(hooks.shape[1]):
-        e = hooks[hook, i]
-        if e < 0:
-            break
+    for i in range(s.hook_len[hook]):
+        e = s.hooks[hook, i]
         if s.p_tier[e] != tier:
             if permitted:
                 return True
@@ -347,12 +361,9 @@ def job_enqueued(s, j):
     """JobEnqueued: proportion, capacity and overcommit count the job's minResources inqueue."""
     if not s.j_has_minres[j]:
         return
-    hooks = s.hooks
     q = s.j_queue[j]
-    for i in range(hooks.shape[1]):
-        e = hooks[H_JOB_ENQUEUED, i]
-        if e < 0:
-            break
+    for i in range(s.hook_len[H_JOB_ENQUEUED]):
+        e = s.hooks[H_JOB_ENQUEUED, i]
         kind = s.p_kind[e]
         if kind == OVERCOMMIT:
             add_row(s.o_inq, s.j_minres[j], 1)
@@ -363,12 +374,9 @@ def job_enqueued(s, j):
 @jit
 def job_starving(s, j):
     """JobStarving: the first tier that registers a fn decides (AND inside); default false."""
-    hooks = s.hooks
     tier = -1
-    for i in range(hooks.shape[1]):
-        e = hooks[H_JOB_STARVING, i]
-        if e < 0:
-            break
+    for i in range(s.hook_len[H_JOB_STARVING]):
+        e = s.hooks[H_JOB_STARVING, i]
         if tier >= 0 and s.p_tier[e] != tier:
             break
         tier = s.p_tier[e]
@@ -384,13 +392,9 @@ def job_starving(s, j):
 @jit
 def overused(s, q):
     """Overused: proportion, deserved <= allocated."""
-    hooks = s.hooks
-    for i in range(hooks.shape[1]):
-        if hooks[H_OVERUSED, i] < 0:
-            break
-        if less_equal(s.a_des[SLOT_PROPORTION, q], s.a_alloc[SLOT_PROPORTION, q]):
-            return True
-    return False
+    return s.hook_len[H_OVERUSED] > 0 and less_equal(
+        s.a_des[SLOT_PROPORTION, q], s.a_alloc[SLOT_PROPORTION, q]
+    )
 
 
 @jit
@@ -406,12 +410,9 @@ def within(alloc, req, limit):
 def queue_admits(s, hook, q, t):
     """Allocatable / Preemptive (``hook``): AND over proportion (within deserved) and capacity
     (within realCapability; for Preemptive also partly within deserved)."""
-    hooks = s.hooks
     req = s.t_req[t]
-    for i in range(hooks.shape[1]):
-        e = hooks[hook, i]
-        if e < 0:
-            break
+    for i in range(s.hook_len[hook]):
+        e = s.hooks[hook, i]
         if not s.q_open[q]:
             return False
         if s.p_kind[e] == PROPORTION:
@@ -517,15 +518,14 @@ def plugin_victims(s, e, preemptor, cand, nc):
 def capacity_victims(s, reclaimer, cand, nc):
     """capacity Reclaimable: in victim order, a reclaimee of a queue above its deserved (on a
     dimension both need) whose queue keeps its guarantee."""
-    n = 0
+    s.ints[I_VICTIMS] = 0
     for i in range(nc):
-        n = heap_push(s, HEAP_VICTIM, s.vh, 0, n, cand[i])
+        push(s, HEAP_VICTIM, 0, cand[i])
     stamp = new_stamp(s)
     left, deserved = s.vec[6], s.vec[7]
     count = 0
-    while n > 0:
-        t = heap_pop(s, HEAP_VICTIM, s.vh, 0, n)
-        n -= 1
+    while s.ints[I_VICTIMS] > 0:
+        t = pop(s, HEAP_VICTIM, 0)
         q = s.j_queue[s.t_job[t]]
         req = s.t_req[t]
         if not s.a_has[q] or not intersects(req, s.t_req[reclaimer], True):
@@ -540,7 +540,9 @@ def capacity_victims(s, reclaimer, cand, nc):
             continue
         for r in range(req.size):
             deserved[r] = s.a_des[SLOT_CAPACITY, q, r] if s.q_named[q, r] else 0.0
-        if not intersects(req, deserved, False) or greater_partly_on_relevant(allocated, deserved, s.q_named[q], req):
+        if not intersects(req, deserved, False) or greater_partly_on_relevant(
+            allocated, deserved, s.q_named[q], req
+        ):
             add_row(allocated, req, -1)
             s.vtmp[count] = t
             count += 1
@@ -553,12 +555,9 @@ def victims_of(s, hook, preemptor, cand, nc):
     abstain (an empty answer ends the tier undecided; an empty intersection is re-seeded by
     the next answer); the first tier with victims decides. Victims go to ``s.vic``; returns
     their count (0 = none)."""
-    hooks = s.hooks
     nv, tier, skip = -1, -1, False
-    for i in range(hooks.shape[1]):
-        e = hooks[hook, i]
-        if e < 0:
-            break
+    for i in range(s.hook_len[hook]):
+        e = s.hooks[hook, i]
         if s.p_tier[e] != tier:
             if nv > 0:
                 return nv
@@ -594,16 +593,14 @@ def victims_of(s, hook, preemptor, cand, nc):
 @jit
 def predicate(s, t, n):
     """PredicateFn (predicates plugin): schedulable node, selector/affinity/taints, max pods."""
-    hooks = s.hooks
-    for i in range(hooks.shape[1]):
-        if hooks[H_PREDICATE, i] < 0:
-            break
-        if not s.node_sched[n]:
-            return F_UNSCHEDULABLE_NODE
-        if not s.class_ok[s.t_class[t], n]:
-            return F_NODE_MISMATCH
-        if s.node_alloc[n, PODS] <= s.pods[n, 0]:
-            return F_POD_LIMIT
+    if not s.hook_len[H_PREDICATE]:
+        return F_OK
+    if not s.node_sched[n]:
+        return F_UNSCHEDULABLE_NODE
+    if not s.class_ok[s.t_class[t], n]:
+        return F_NODE_MISMATCH
+    if s.node_alloc[n, PODS] <= s.pods[n, 0]:
+        return F_POD_LIMIT
     return F_OK
 
 
@@ -680,25 +677,23 @@ def node_score(s, t, n):
     if s.score_key[n, slot] == s.t_shape[t] and s.score_version[n, slot] == s.n_version[n]:
         return s.score_value[n, slot]
     score = fresh_node_score(s, t, n)
-    s.score_key[n, slot], s.score_version[n, slot], s.score_value[n, slot] = s.t_shape[t], s.n_version[n], score
+    s.score_key[n, slot], s.score_version[n, slot], s.score_value[n, slot] = (
+        s.t_shape[t],
+        s.n_version[n],
+        score,
+    )
     return score
 
 
 @jit
 def fresh_node_score(s, t, n):
     """PrioritizeNodes for one node: NodeOrderFns (binpack), then BatchNodeOrderFns (nodeorder)."""
-    hooks = s.hooks
     score = 0.0
-    for i in range(hooks.shape[1]):
-        e = hooks[H_NODE_ORDER, i]
-        if e < 0:
-            break
+    for i in range(s.hook_len[H_NODE_ORDER]):
+        e = s.hooks[H_NODE_ORDER, i]
         score += binpack_score(s, e, t, n)
-    for i in range(hooks.shape[1]):
-        e = hooks[H_BATCH_NODE_ORDER, i]
-        if e < 0:
-            break
-        score += nodeorder_score(s, e, t, n)
+    for i in range(s.hook_len[H_BATCH_NODE_ORDER]):
+        score += nodeorder_score(s, s.hooks[H_BATCH_NODE_ORDER, i], t, n)
     return score
 
 
@@ -729,7 +724,9 @@ def fire(s, t, sign):
         return
     if s.of_kind[PROPORTION] >= 0:
         add_row(s.a_alloc[SLOT_PROPORTION, q], req, sign)
-        s.a_share[SLOT_PROPORTION, q] = dominant_share(s.a_alloc[SLOT_PROPORTION, q], s.a_des[SLOT_PROPORTION, q])
+        s.a_share[SLOT_PROPORTION, q] = dominant_share(
+            s.a_alloc[SLOT_PROPORTION, q], s.a_des[SLOT_PROPORTION, q]
+        )
     if s.of_kind[CAPACITY] >= 0:
         add_row(s.a_alloc[SLOT_CAPACITY, q], req, sign)
         s.a_share[SLOT_CAPACITY, q] = capacity_share(s, q)
