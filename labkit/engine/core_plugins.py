@@ -267,6 +267,15 @@ def pop(s, kind, k):
 
 
 @jit
+def first_touch(marks, i, stamp):
+    """True the first time ``i`` is seen under ``stamp`` (and marks it)."""
+    if marks[i] == stamp:
+        return False
+    marks[i] = stamp
+    return True
+
+
+@jit
 def new_stamp(s):
     """A fresh mark value for the lazily reset ``*_mark`` arrays."""
     s.ints[I_STAMP] += 1
@@ -464,8 +473,7 @@ def plugin_victims(s, e, preemptor, cand, nc):
         for i in range(nc):
             t = cand[i]
             j = s.t_job[t]
-            if s.occ_mark[j] != stamp:
-                s.occ_mark[j] = stamp
+            if first_touch(s.occ_mark, j, stamp):
                 s.occ[j] = ready(s, j)
             if s.occ[j] > s.j_min[j]:
                 s.occ[j] -= 1
@@ -486,8 +494,7 @@ def plugin_victims(s, e, preemptor, cand, nc):
         for i in range(nc):
             t = cand[i]
             j = s.t_job[t]
-            if s.rem_mark[j] != stamp:
-                s.rem_mark[j] = stamp
+            if first_touch(s.rem_mark, j, stamp):
                 drf_touch(s, j)
                 copy_row(s.rem[j], s.d_alloc[j])
             add_row(s.rem[j], s.t_req[t], -1)
@@ -502,8 +509,7 @@ def plugin_victims(s, e, preemptor, cand, nc):
             q = s.j_queue[s.t_job[t]]
             if not s.a_has[q]:
                 continue
-            if s.qrem_mark[q] != stamp:
-                s.qrem_mark[q] = stamp
+            if first_touch(s.qrem_mark, q, stamp):
                 copy_row(s.qrem[q], s.a_alloc[SLOT_PROPORTION, q])
             if not less_equal(s.qrem[q], s.a_des[SLOT_PROPORTION, q]):
                 add_row(s.qrem[q], s.t_req[t], -1)
@@ -530,8 +536,7 @@ def capacity_victims(s, reclaimer, cand, nc):
         req = s.t_req[t]
         if not s.a_has[q] or not intersects(req, s.t_req[reclaimer], True):
             continue
-        if s.qrem_mark[q] != stamp:
-            s.qrem_mark[q] = stamp
+        if first_touch(s.qrem_mark, q, stamp):
             copy_row(s.qrem[q], s.a_alloc[SLOT_CAPACITY, q])
         allocated = s.qrem[q]
         for r in range(req.size):
