@@ -52,6 +52,36 @@ def test_fragmentation_is_identical():
     pd.testing.assert_frame_equal(fast.events, slow.events)
 
 
+def gang_evicted_twice() -> spec.Scenario:
+    """A 4-pod gang fills a node's pod limit; two pending jobs of the same priority each preempt
+    one of its pods (drf decides) in the same session."""
+    job = {"duration": 60, "gracePeriod": 0, "preemptible": False, "priorityClassName": "low"}
+    node = {"name": "p", "count": 1, "resources": {"nvidia.com/gpu": 2, "cpu": 16, "pods": 4}}
+    gang = [{"name": "worker", "resources": {"cpu": 1}},
+            {"name": "ps", "replicas": 3, "resources": {"cpu": 1}}]
+    return spec.validate({
+        "name": "gang-evicted-twice",
+        "cluster": {"pools": [node]},
+        "priorityClasses": [{"name": "low", "value": 10}],
+        "jobs": [
+            {**job, "name": "gang", "preemptible": True, "status": {"phase": "Inqueue"}, "tasks": gang},
+            {**job, "name": "cpu", "tasks": [{"resources": {"cpu": 1}}]},
+            {**job, "name": "gpu", "status": {"phase": "Inqueue"},
+             "tasks": [{"resources": {"nvidia.com/gpu": 1}}]},
+        ],
+        "scheduler": {"policy": "volcano-multitenant"},
+    })
+
+
+def test_a_gang_evicted_twice_in_one_session_restarts_once():
+    """Regression (simulate.py `_evict`): the first eviction restarts the gang and deletes all its
+    pods; the second pod is counted as evicted but was deleted twice and the job restarted twice."""
+    _, slow = assert_same(gang_evicted_twice())
+    events = slow.events
+    assert (events.kind == "Evicted").sum() == 2 and (events.kind == "Restarting").sum() == 1
+    assert not events[events.kind == "Deleted"].duplicated(["time", "task"]).any()
+
+
 def hierarchical_drf() -> spec.Scenario:
     data = spec.dump(spec.preset("fragmentation"))
     scenario = spec.loads(data).model_dump(mode="json", by_alias=True, exclude_unset=True)

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..errors import LabkitError
 from ..spec import Scenario, scheduler_of
 from .compile import Compiled, compile_scenario
 from .core_state import (
@@ -216,8 +217,8 @@ def _plugin_arrays(problem: Problem) -> dict:
         of_kind[policy.plugin_kind[p]] = p
     return {"p_tier": policy.plugin_tier.astype(np.int64), "p_kind": policy.plugin_kind.astype(np.int64),
             "p_arg": args, "p_w": np.ascontiguousarray(policy.plugin_resource_weights, float),
-            "hooks": hooks, "hook_len": hook_len, "of_kind": of_kind, "actions": policy.actions.astype(np.int64),
-            "has_enqueue": bool(np.any(policy.actions == Action.ENQUEUE))}
+            "hooks": hooks, "hook_len": hook_len, "of_kind": of_kind,
+            "actions": policy.actions.astype(np.int64), "has_enqueue": bool(np.any(policy.actions == Action.ENQUEUE))}
 
 
 def _queue_arrays(problem: Problem, total: np.ndarray) -> dict:
@@ -377,11 +378,17 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0) -> RunRecord:
 
     while True:
         mutable = mutable_arrays(static, scale)
-        fields = CoreFields(**static, **mutable)
-        run_core(fields)
+        if len(mutable["ev_time"]) > MAX_EVENTS:
+            raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods evicting "
+                              "each other for ever?): give the scenario a horizon")
+        run_core(CoreFields(**static, **mutable))
         if not mutable["ints"][I_OVERFLOW]:
             return _record(compiled, mutable)
         scale *= 4
+
+
+MAX_EVENTS = 200_000_000
+"""Where a run that never ends (no horizon, a preemption cycle) stops growing its buffers."""
 
 
 def _record(c: Compiled, m: dict) -> RunRecord:

@@ -311,17 +311,10 @@ def evict(s, now, t, action, ref):
     """An eviction the session committed; below minAvailable the job restarts (RestartJob)."""
     j = s.t_job[t]
     s.evictions[j] += 1
-    log(
-        s,
-        now,
-        EV_EVICTED,
-        j,
-        t,
-        s.node[t],
-        MSG_PREEMPTED_BY if action == PREEMPT else MSG_RECLAIMED_BY,
-        ref,
-        0,
-    )
+    msg = MSG_PREEMPTED_BY if action == PREEMPT else MSG_RECLAIMED_BY
+    log(s, now, EV_EVICTED, j, t, s.node[t], msg, ref, 0)
+    if s.status[t] == RELEASING:
+        return  # its job's restart, for an earlier eviction of this session, already deletes it
     terminate(s, now, t)
     if count_status(s, j, RUNNING) >= max(1, s.j_min[j]):
         return

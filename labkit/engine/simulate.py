@@ -407,6 +407,8 @@ class Simulation:
         j = int(self.p.task_job[t])
         self.evictions[j] += 1
         self._log(now, "Evicted", j, t, int(self.node[t]), action, reason)
+        if self.status[t] == TaskStatus.RELEASING:
+            return  # its job's restart, for an earlier eviction of this session, already deletes it
         self._terminate(now, t)
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
         still = int((self.status[lo:hi] == TaskStatus.RUNNING).sum())
