@@ -134,7 +134,9 @@ MUTABLE = {
     "enq_t": ("J", np.nan, F), "start_t": ("J", np.nan, F), "end_t": ("J", np.nan, F),
     "evictions": ("J", 0, I), "restarts": ("J", 0, I), "version": ("J", 0, I),
     "n_used": ("N R", 0, F), "n_rel": ("N R", 0, F), "n_pip": ("N R", 0, F), "pods": ("N 6", 0, F),
-    "n_version": ("N", 0, I), "j_cnt": ("J S", 0, I32), "j_pbe": ("J", 0, I), "pr_cnt": ("P S", 0, I32),
+    "n_version": ("N", 0, I), "node_first": ("N", -1, I), "node_next": ("T", -1, I),
+    "node_prev": ("T", -1, I),
+    "j_cnt": ("J S", 0, I32), "j_pbe": ("J", 0, I), "pr_cnt": ("P S", 0, I32),
     "pr_pbe": ("P", 0, I), "j_alloc": ("J R", 0, F), "j_preq": ("J R", 0, F), "q_use": ("4 Q R", 0, F),
     "o_base": ("2 R", 0, F), "q_live": ("Q", 0, I), "q_first": ("Q", -1, I), "live": ("J", -1, I),
     "is_live": ("J", False, B), "close_mark": ("J", False, B), "to_close": ("J", 0, I),
@@ -218,7 +220,8 @@ def _plugin_arrays(problem: Problem) -> dict:
     return {"p_tier": policy.plugin_tier.astype(np.int64), "p_kind": policy.plugin_kind.astype(np.int64),
             "p_arg": args, "p_w": np.ascontiguousarray(policy.plugin_resource_weights, float),
             "hooks": hooks, "hook_len": hook_len, "of_kind": of_kind,
-            "actions": policy.actions.astype(np.int64), "has_enqueue": bool(np.any(policy.actions == Action.ENQUEUE))}
+            "actions": policy.actions.astype(np.int64),
+            "has_enqueue": bool(np.any(policy.actions == Action.ENQUEUE))}
 
 
 def _queue_arrays(problem: Problem, total: np.ndarray) -> dict:

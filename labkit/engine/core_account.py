@@ -192,6 +192,19 @@ def account(s, t, sign):
     if n < 0 or st == PENDING or st == SUCCEEDED or st == FAILED:
         return
     pod_view(s, t, n, sign)
+    if sign > 0:  # NodeInfo.AddTask / RemoveTask: the node's task list
+        s.node_next[t] = s.node_first[n]
+        s.node_prev[t] = -1
+        if s.node_first[n] >= 0:
+            s.node_prev[s.node_first[n]] = t
+        s.node_first[n] = t
+    else:
+        if s.node_prev[t] >= 0:
+            s.node_next[s.node_prev[t]] = s.node_next[t]
+        else:
+            s.node_first[n] = s.node_next[t]
+        if s.node_next[t] >= 0:
+            s.node_prev[s.node_next[t]] = s.node_prev[t]
     if st == PIPELINED:
         add_row(s.n_pip[n], req, sign)
         return

@@ -677,34 +677,31 @@ def preempt_candidates(s, t):
 
 @jit
 def tasks_on_node(s, n, preemptor, scope, j):
-    """The candidates on node ``n`` (by task index): preempt's eligible victims in ``scope``
-    (SCOPE_QUEUE: other jobs of the queue, SCOPE_JOB: the same job), or for reclaim (scope
-    -1) the Running preemptable tasks of other, reclaimable queues. Into ``s.cand``."""
+    """The candidates on node ``n`` (NodeInfo.Tasks, by task index): preempt's eligible victims
+    in ``scope`` (SCOPE_QUEUE: other jobs of the queue, SCOPE_JOB: the same job), or for
+    reclaim (scope -1) the Running preemptable tasks of other, reclaimable queues. Into
+    ``s.cand``."""
     q = s.j_queue[j]
     count = 0
-    live = s.live
-    for i in range(s.ints[I_LIVE]):
-        other = live[i]
-        if not s.created[other]:
-            continue
+    t = s.node_first[n]
+    while t >= 0:
+        other, st = s.t_job[t], s.status[t]
         oq = s.j_queue[other]
-        if scope == SCOPE_JOB and other != j:
-            continue
-        if scope == SCOPE_QUEUE and (oq != q or other == j):
-            continue
-        if scope < 0 and (oq == q or not s.q_reclaimable[oq]):
-            continue
-        for t in range(s.j_lo[other], s.j_lo[other + 1]):
-            if s.node[t] != n or not s.t_preemptable[t]:
-                continue
-            st = s.status[t]
-            if scope < 0:
-                if st != RUNNING:
-                    continue
-            elif not (st == BOUND or st == RUNNING) or (s.t_be[preemptor] and not s.t_be[t]):
-                continue
+        if scope == SCOPE_JOB:
+            keep = other == j
+        elif scope == SCOPE_QUEUE:
+            keep = oq == q and other != j
+        else:
+            keep = oq != q and s.q_reclaimable[oq]
+        if scope < 0:
+            keep = keep and st == RUNNING
+        else:
+            keep = keep and (st == BOUND or st == RUNNING) and (s.t_be[t] or not s.t_be[preemptor])
+        if keep and s.t_preemptable[t]:
             s.cand[count] = t
             count += 1
+        t = s.node_next[t]
+    sort_prefix(s.cand, count)
     return count
 
 
