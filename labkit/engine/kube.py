@@ -629,7 +629,7 @@ class Scheduler:
         d.waiting = [Placement(t.index, t.node, "Coscheduling", "waiting at Permit") for t in waiting]
         d.wake_at = min((self.waiting_since[t.index] + self.args.permit_wait for t in waiting), default=math.inf)
         d.notes = self.notes
-        d.state = dataclasses.replace(state, next_node=self.next_node)
+        d.state = dataclasses.replace(state, next_node=self.next_node, task_waiting_since=self.waiting_since)
         return d
 
 

@@ -814,6 +814,8 @@ class Decisions:
     * ``notes``: :class:`Note` s, in order.
     * ``wake_at``: the earliest time a decision of this session may change with no other event
       (a Permit timeout, a BeginTime); the clock runs a session then. inf = none.
+    * ``priorities``: {job: priority} for schedulers whose job priority is computed (Slurm's
+      multifactor), as it stood in this session; the Result reports a job's last one before it started.
     """
 
     binds: list[Placement] = field(default_factory=list)
@@ -824,6 +826,7 @@ class Decisions:
     waiting: list[Placement] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     wake_at: float = math.inf
+    priorities: dict[int, int] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------

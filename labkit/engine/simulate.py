@@ -108,6 +108,7 @@ class Simulation:
         self.suspended = np.zeros(n_jobs, bool)
         self.limit_used = np.zeros(n_jobs)
         self.final_state = np.full(n_jobs, "", object)
+        self.priority = self.p.job_priority.copy()
         self.last_note: dict[tuple, tuple] = {}
         self.wakes: set[float] = set()
         for j in range(n_jobs):
@@ -133,6 +134,8 @@ class Simulation:
             t_session = float(due_at.min()) if n else math.inf
             if min(t_event, t_session) > horizon or min(t_event, t_session) == math.inf:
                 break
+            if t_event <= t_session and self._settled(now):
+                break
             if t_event <= t_session:
                 now = t_event
                 while self.heap and self.heap[0][0] == now:
@@ -146,6 +149,13 @@ class Simulation:
                 last[due], dirty[due], evented[due] = now, False, False
                 dirty |= changed
         return self.trace
+
+    def _settled(self, now: float) -> bool:
+        """Only wake-ups are left, no job's work runs, no pod terminates and no job waits for its
+        BeginTime: every later session would repeat the last one (a Permit wait timing out and
+        the same pods reserved again, priorities recalculated on an idle cluster)."""
+        return (all(kind == WAKE for _, kind, _, _ in self.heap) and bool(np.isnan(self.run_start[~self.done]).all())
+                and not (self.status == TaskStatus.RELEASING).any() and not (self.eligible > now).any())
 
     def _apply_event(self, now: float, kind: int, index: int, version: int) -> bool:
         if kind == ARRIVAL:
@@ -225,6 +235,9 @@ class Simulation:
         self.nominated[tasks] = -1
         for placement in decisions.pipelined:
             self.nominated[tasks[placement.task]] = placement.node
+        for local, priority in decisions.priorities.items():
+            if math.isnan(self.start_time[jobs[local]]):
+                self.priority[jobs[local]] = priority  # as it stood until the job started
         for note in decisions.notes:
             self._note(now, int(jobs[note.job]), int(tasks[note.task]) if note.task >= 0 else -1, note.kind,
                        note.reason, note.message)
@@ -263,20 +276,22 @@ class Simulation:
                 "job_suspended": self.suspended[jobs], "assoc_usage": usage}
 
     def _keep_waiting(self, now: float, tasks: np.ndarray, decisions: Decisions) -> bool:
-        """Pods reserved at Permit stay Allocated on their node; ones the session no longer keeps
+        """Pods reserved at Permit stay Allocated on their node, waiting since the time the session
+        says (a pod rejected and reserved again waits anew); ones the session no longer keeps
         (rejected, timed out) are Pending again. True if that changed anything."""
         changed = False
-        waiting = {int(tasks[w.task]): w.node for w in decisions.waiting}
+        since = decisions.state.task_waiting_since if decisions.state is not None else None
+        waiting = {int(tasks[w.task]): (w.node, now if since is None else float(since[w.task]))
+                   for w in decisions.waiting}
         for t in tasks[self.status[tasks] == TaskStatus.ALLOCATED]:
             if int(t) not in waiting:
                 self.status[t], self.node[t], self.waiting_since[t] = TaskStatus.PENDING, -1, np.nan
                 changed = True
-        for t, node in waiting.items():
-            if self.status[t] == TaskStatus.PENDING:
-                self.status[t], self.node[t], self.waiting_since[t] = TaskStatus.ALLOCATED, node, now
-                changed = True
+        for t, (node, start) in waiting.items():
+            changed |= self.status[t] != TaskStatus.ALLOCATED or self.waiting_since[t] != start
+            self.status[t], self.node[t], self.waiting_since[t] = TaskStatus.ALLOCATED, node, start
         self.waiting_since[self.status != TaskStatus.ALLOCATED] = np.nan
-        return changed
+        return bool(changed)
 
     def _note(self, now: float, j: int, t: int, kind: str, reason: str, message: str) -> None:
         """Log a session's note as an event when it differs from the last one of its kind."""
@@ -557,7 +572,9 @@ class RunRecord:
     (pods evicted), ``lost_work`` (seconds). ``runs`` (K, 5): task, node, start, end, evicted per
     pod run (end/evicted NaN = not yet). ``events``: (time, kind, job, task, node, reason, message)
     tuples with -1 for no task/node. ``sessions``: sessions run. ``state`` (J,) optional, a job
-    state that overrides the derived one ("Timeout", "Preempted", "Suspended"; "" = none).
+    state that overrides the derived one ("Timeout", "Preempted", "Suspended"; "" = none);
+    ``priority`` (J,) optional, the scheduler's job priority when it is computed (else the
+    PriorityClass value of the Problem).
     """
 
     done: np.ndarray
@@ -572,6 +589,7 @@ class RunRecord:
     events: list[tuple]
     sessions: int
     state: np.ndarray | None = None
+    priority: np.ndarray | None = None
 
 
 def record_of(sim: Simulation) -> RunRecord:
@@ -579,7 +597,7 @@ def record_of(sim: Simulation) -> RunRecord:
         done=sim.done, running=~np.isnan(sim.run_start), phase=sim.phase, enqueue_time=sim.enqueue_time,
         start_time=sim.start_time, end_time=sim.end_time, evictions=sim.evictions, lost_work=sim.lost_work,
         runs=np.array(sim.trace.runs, float).reshape(-1, 5), events=sim.trace.events, sessions=sim.trace.sessions,
-        state=np.where(sim.suspended & ~sim.done, "Suspended", sim.final_state),
+        state=np.where(sim.suspended & ~sim.done, "Suspended", sim.final_state), priority=sim.priority,
     )
 
 
@@ -599,7 +617,7 @@ def result_of(c: Compiled, sim: RunRecord) -> Result:
         "name": [j.name for j in scenario.jobs],
         "namespace": [j.namespace for j in scenario.jobs],
         "queue": [p.queue_names[q] for q in p.job_queue],
-        "priority": p.job_priority,
+        "priority": p.job_priority if sim.priority is None else sim.priority,
         "gpus": job_gpus,
         "submit": c.job_submit,
         "enqueue": sim.enqueue_time,

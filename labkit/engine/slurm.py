@@ -266,8 +266,9 @@ def decayed_usage(problem: Problem, runs: np.ndarray, now: float) -> np.ndarray:
     # the last slice of a run that ended by the last tick
     ended = stop <= last * period
     begin = np.where(final >= first, final * period, start)
-    delta = stop - begin
-    total += np.where(ended, delta * d**np.where(ended, delta, 0.0) * g ** np.where(ended, last - final, 0.0), 0.0)
+    with np.errstate(invalid="ignore"):  # inf - inf for the runs still going, masked out
+        delta = np.where(ended, stop - begin, 0.0)
+    total += np.where(ended, delta * d**delta * g ** np.where(ended, last - final, 0.0), 0.0)
     np.add.at(usage, problem.job_assoc[problem.task_job[task]], cpus * total)
     return usage
 
@@ -581,6 +582,13 @@ class Slurmctld:
             self.ssn.dispatch(task, action, f"Allocate JobId={job.name} NodeList={nodes}")
         self.start[job.index] = self.now
 
+    def _take(self, free: np.ndarray, placement: dict[int, int]) -> np.ndarray:
+        """``free`` less what a placement takes."""
+        out = free.copy()
+        for t, n in placement.items():
+            out[n] -= self.ssn.tasks[t].request
+        return out
+
     def note(self, job: JobInfo, kind: str, reason: str, message: str = "") -> None:
         self.notes.append(Note(job.index, -1, kind, reason, message))
 
@@ -607,13 +615,22 @@ class Slurmctld:
             placement = self.select_nodes(job, free, allowed) if allowed.sum() >= len(job.tasks) else None
             if placement is not None:
                 self.start_job(job, placement, "sched")
-                for t, n in placement.items():
-                    free[n] -= self.ssn.tasks[t].request
+                free = self._take(free, placement)
                 started.append(job)
                 continue
             victims = self.preemptees(job, free, allowed) if self.args.preempt_type else []
             if victims:
+                room = free + sum((self.freed(v) for v in victims), np.zeros_like(free))
                 self.preempt(job, victims)
+                if all(self.mode(v) == PreemptMode.SUSPEND for v in victims):
+                    # the gang scheduler suspends them and the job runs on their CPUs at once
+                    for v in victims:
+                        self.suspended[v.index] = True
+                    placement = self.select_nodes(job, room, allowed)
+                    self.start_job(job, placement, "sched")
+                    free = self._take(room, placement)
+                    started.append(job)
+                    continue
             self.note(job, "Pending", "Resources")
             failed.add(p)
             avail &= ~self.p.partition_nodes[p]
@@ -699,7 +716,8 @@ class Slurmctld:
             reason = f"preempted JobId={victim.name} {verb[how]} to reclaim resources for JobId={job.name}"
             for t in victim.tasks:
                 if t.status in HOLDING and t.status != TaskStatus.RELEASING:
-                    self.ssn._set_status_on_node(t, TaskStatus.RELEASING)
+                    if how != "suspend":
+                        self.ssn._set_status_on_node(t, TaskStatus.RELEASING)
                     self.ssn.decisions.evictions.append(Eviction(t.index, "Preempted", reason, how))
 
     # -- backfill -----------------------------------------------------------------------------
@@ -763,6 +781,7 @@ class Slurmctld:
     def decisions(self) -> Decisions:
         d = self.ssn.decisions
         d.notes = self.notes
+        d.priorities = {j: f.priority for j, f in self.factors.items()}
         waiting = [j for j in self.ssn.jobs if self.pending(j)]
         wake = [self.eligible[j.index] for j in waiting if self.eligible[j.index] > self.now]
         if self.time_dependent and waiting:
