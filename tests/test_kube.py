@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from scenarios import broken_gangs, kube_scenarios, over_committed_nodes, quota_exceeded
 
 import labkit
 from labkit import spec
@@ -15,7 +16,6 @@ from labkit.engine.compile import compile_scenario
 from labkit.engine.kube import balanced_score, broken_linear, fit_error, fit_score
 from labkit.engine.problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO, KubeArgs
 from labkit.errors import SpecError
-from scenarios import broken_gangs, kube_scenarios, over_committed_nodes, quota_exceeded
 
 GPU8 = {"nvidia.com/gpu": 8, "cpu": 32, "memory": "256Gi"}
 
@@ -273,8 +273,8 @@ def test_limit_range_defaults_count_against_the_quota():
     jobs = [{"name": "three", "namespace": "team-a", "duration": 100,
              "tasks": [{"replicas": 3, "minAvailable": 1, "resources": {"nvidia.com/gpu": 1}}]}]
     result = labkit.simulate(scenario(jobs, tenants=tenants))
-    assert messages(result, "Rejected") == ['pods "three-worker-2" is forbidden: exceeded quota: team-a, '
-                                            'requested: requests.cpu=4, used: requests.cpu=8, limited: requests.cpu=8']
+    assert messages(result, "Rejected") == [('pods "three-worker-2" is forbidden: exceeded quota: team-a, '
+                                             'requested: requests.cpu=4, used: requests.cpu=8, limited: requests.cpu=8')]
     assert (result.tasks.cpu == 4).all()
     # without the LimitRange a pod that sets no cpu request is refused outright
     bare = labkit.simulate(scenario(jobs, tenants=[{"name": "team-a", "resourceQuota": {"hard": {"requests.cpu": 8}}}]))

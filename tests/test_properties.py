@@ -1,9 +1,9 @@
 """Invariants of every simulated run, on random scenarios (hypothesis)."""
 
 from hypothesis import HealthCheck, given, settings
+from scenarios import broken_gangs, over_committed_nodes, queues_over_capability, scenarios, unconserved_work
 
 import labkit
-from scenarios import broken_gangs, over_committed_nodes, queues_over_capability, scenarios, unconserved_work
 
 PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from scenarios import broken_gangs, over_committed_nodes, qos_over_limits, slurm_scenarios
 
 import labkit
 from labkit import spec
@@ -18,7 +19,6 @@ from labkit.engine.framework import Session
 from labkit.engine.problem import State
 from labkit.engine.slurm import classic_fair_share, decayed_usage, fair_tree, priority_factors
 from labkit.errors import SpecError
-from scenarios import broken_gangs, over_committed_nodes, qos_over_limits, slurm_scenarios
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NODE = {"nvidia.com/gpu": 8, "cpu": 8, "memory": "8000Mi"}

@@ -196,7 +196,7 @@ def test_bad_input_names_the_field(data, message):
 
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "labkit.cli", *args], input=stdin, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
 
 
 @pytest.mark.parametrize("data, message", BAD[:4] + BAD[6:9], ids=lambda x: "" if isinstance(x, dict) else x[:30])

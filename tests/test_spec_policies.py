@@ -140,7 +140,8 @@ def test_policy_flag_replaces_the_scheduler_section():
 def test_cli_simulate_with_a_slurm_and_a_kube_policy():
     for policy in ("slurm-builtin", "kube-default"):
         done = subprocess.run([sys.executable, "-m", "labkit.cli", "simulate", str(EXAMPLES / "slurm-backfill.yaml"),
-                               "--policy", policy, "--json"], capture_output=True, text=True, timeout=120)
+                               "--policy", policy, "--json"], capture_output=True, text=True, timeout=120,
+                              check=False)
         assert done.returncode == 0, done.stderr
         jobs = {j["name"]: j for j in json.loads(done.stdout)["jobs"]}
         assert set(jobs) == {"a", "b", "c", "d"} and all(j["state"] == "Completed" for j in jobs.values())

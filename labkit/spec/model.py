@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -30,8 +31,6 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel, to_pascal
 
-import yaml
-
 from .quantity import parse_duration, parse_quantity
 
 _RESOURCE_NAME = re.compile(r"^(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -39,19 +38,19 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
-def _non_negative_quantity(value: str | int | float) -> str | int | float:
+def _non_negative_quantity(value: str | float) -> str | int | float:
     if parse_quantity(value) < 0:
         raise ValueError("must be >= 0")
     return value
 
 
-def _non_negative_duration(value: str | int | float) -> str | int | float:
+def _non_negative_duration(value: str | float) -> str | int | float:
     if parse_duration(value) < 0:
         raise ValueError("must be >= 0")
     return value
 
 
-def _positive_duration(value: str | int | float) -> str | int | float:
+def _positive_duration(value: str | float) -> str | int | float:
     if parse_duration(value) <= 0:
         raise ValueError("must be > 0")
     return value
@@ -690,7 +689,7 @@ class PluginOption(PluginSwitches):  # type: ignore[misc, valid-type]
     """One plugin of a tier, with Volcano's `enable*` switches (unset = Volcano's default) and arguments."""
 
     name: str
-    arguments: dict[str, Any] = {}
+    arguments: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod
