@@ -18,7 +18,6 @@ Quantities are in base units (cores, bytes, counts); a flavor-resource is ``(fla
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -879,20 +878,6 @@ def _opt(value: Any) -> float | None:
     return None if value is None else parse_quantity(value)
 
 
-WAKE = 3
-"""A clock event that only makes the next session run (a PodsReady timeout or a requeue backoff)."""
-
-
-class KueueSimulation(Simulation):
-    """The simulator's clock with wake-ups, so that timeouts and backoffs run a session."""
-
-    def wake(self, at: float) -> None:
-        heapq.heappush(self.heap, (at, WAKE, -1, 0))
-
-    def _apply_event(self, now: float, kind: int, index: int, version: int) -> bool:
-        return True if kind == WAKE else super()._apply_event(now, kind, index, version)
-
-
 class KueueSession:
     """Kueue as the session function of the clock: one call runs Kueue's admission cycles until no
     head can move, issues evictions (preemption, waitForPodsReady), and places the pods of admitted
@@ -902,7 +887,7 @@ class KueueSession:
     namespace. Admission sets its PodGroup Inqueue (the pods appear); requeue sets it back Pending.
     """
 
-    def __init__(self, compiled: Compiled, sim: KueueSimulation):
+    def __init__(self, compiled: Compiled, sim: Simulation):
         scenario = compiled.scenario
         self.sim = sim
         self.full_index = {name: j for j, name in enumerate(compiled.problem.job_names)}
@@ -984,7 +969,7 @@ class KueueSession:
             return
         wait = min(strategy.backoff_base_seconds * 2 ** (n - 1), strategy.backoff_max_seconds)
         self.requeue_at[wl.name] = now + wait
-        self.sim.wake(now + wait)
+        self.sim.timer(now + wait)
         self._log(now, "Requeued", wl, "PodsReadyTimeout", f"requeue {n}, back in the queue after {wait}s")
 
     def _pods_ready(self, s: State, local: dict, tasks_of: list, now: float, decisions: Decisions) -> bool:
@@ -1002,7 +987,7 @@ class KueueSession:
                 continue
             deadline = (wl.admitted_at or 0.0) + self.timeout
             if now < deadline:
-                self.sim.wake(deadline)
+                self.sim.timer(deadline)
                 waiting = True
                 continue
             wl.evicted, wl.evicted_by, wl.evicted_at = True, "PodsReadyTimeout", now
@@ -1128,7 +1113,7 @@ def simulate_kueue(scenario: Scenario) -> Result:
     compiled = compile_scenario(placeholder)  # the Volcano conf is unused: Kueue decides, not a session
     compiled = dataclasses.replace(compiled, scenario=compiled.scenario.model_copy(
         update={"scheduler": scheduler_of(scenario)}))
-    sim = KueueSimulation(compiled, lambda p, s: Decisions())
+    sim = Simulation(compiled, lambda p, s: Decisions())
     sim.session = KueueSession(compiled, sim)
     sim.run()
     result = result_of(compiled, record_of(sim))

@@ -57,9 +57,11 @@ from ..spec import Scenario
 from .compile import Compiled
 from .problem import Decisions, PodGroupPhase, Problem, State, TaskStatus, rank_by
 
-ARRIVAL, RELEASED, FINISH, WAKE, TIMEOUT = 0, 1, 2, 3, 4
-"""Event kinds, in the order they are applied when they fall on the same instant (WAKE only makes
-the next session run; TIMEOUT is a job reaching its time limit)."""
+ARRIVAL, RELEASED, FINISH, WAKE, TIMEOUT, TIMER = 0, 1, 2, 3, 4, 5
+"""Event kinds, in the order they are applied when they fall on the same instant. WAKE and TIMER
+only make the next session run: a WAKE re-evaluates (a Permit wait, priorities that age), a TIMER
+is a transition the session has scheduled (a PodsReady timeout, a backoff's end), so a run with a
+TIMER due has not settled. TIMEOUT is a job reaching its time limit."""
 
 Session = Callable[[Problem, State], Decisions]
 
@@ -151,7 +153,7 @@ class Simulation:
         return self.trace
 
     def _settled(self, now: float) -> bool:
-        """Only wake-ups are left, no job's work runs, no pod terminates and no job waits for its
+        """Only WAKEs are left, no job's work runs, no pod terminates and no job waits for its
         BeginTime: every later session would repeat the last one (a Permit wait timing out and
         the same pods reserved again, priorities recalculated on an idle cluster)."""
         return (all(kind == WAKE for _, kind, _, _ in self.heap) and bool(np.isnan(self.run_start[~self.done]).all())
@@ -169,6 +171,10 @@ class Simulation:
         elif kind == WAKE:
             self.wakes.discard(now)
         return True
+
+    def timer(self, at: float) -> None:
+        """A session's own timed transition at `at` (see TIMER)."""
+        heapq.heappush(self.heap, (at, TIMER, -1, 0))
 
     def arrive(self, now: float, j: int) -> None:
         """The PodGroup appears; a job with a `status` snapshot starts in that state."""
