@@ -524,7 +524,8 @@ def start_job(s, now, j):
 
 @jit
 def resume(s, now, free):
-    """The gang scheduler resumes a suspended job once its CPUs are free again on its nodes."""
+    """The gang scheduler resumes a suspended job once its CPUs are free again on its nodes; from
+    then on the session sees it running."""
     n_live = s.ints[I_LIVE]
     jobs = s.live[:n_live].copy()
     jobs = jobs[np.argsort(s.j_rank[jobs], kind="mergesort")]
@@ -546,6 +547,7 @@ def resume(s, now, free):
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             s.ss_status[t] = BINDING
             add_bind(s, t, s.ss_node[t], MSG_RESUMED, 0, 0)
+        s.ss_susp[j] = False
         s.ss_start[j] = now
 
 
