@@ -16,6 +16,7 @@ from scenarios import slurm_scenarios
 import labkit
 from labkit import spec
 from labkit.engine import core
+from labkit.engine.simulate import with_policy
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -102,7 +103,7 @@ def test_presets_are_identical(policy):
     for i, job in enumerate(data["jobs"]):
         job["user"] = f"u{i % 2}"
     assert_same(spec.validate(data) if policy == "slurm-backfill" else
-                labkit.engine.simulate.with_policy(spec.validate(data), policy))
+                with_policy(spec.validate(data), policy))
 
 
 def test_small_buffers_grow_and_give_the_same_run():

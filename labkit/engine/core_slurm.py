@@ -24,6 +24,8 @@ from types import SimpleNamespace
 import numpy as np
 from numba import njit
 
+from ..errors import LabkitError
+from .core import MAX_EVENTS, CoreFields, _size, mutable_arrays
 from .core_account import set_created, set_job_phase
 from .core_actions import sort_prefix
 from .core_clock import (
@@ -144,6 +146,8 @@ SLURM_MUTABLE = {
     "tres_sum": ("2 4", 0, F),
 }
 """The Slurm run's own mutable arrays (shapes in the sizes of :func:`_slurm_mutable`)."""
+SlurmFields = namedtuple("SlurmFields", CoreFields._fields + SLURM_STATIC + tuple(SLURM_MUTABLE))
+"""The Slurm run's arrays: the Volcano core's, then the Slurm ones."""
 
 
 # -------------------------------------------------------------------------------- job states
@@ -1254,23 +1258,8 @@ def slurm_arrays(c) -> dict:
     }
 
 
-SlurmFields = None
-
-
-def _fields_type():
-    """The named tuple of the Slurm run's arrays: the Volcano core's, then the Slurm ones."""
-    global SlurmFields
-    if SlurmFields is None:
-        from .core import CoreFields
-
-        SlurmFields = namedtuple("SlurmFields", CoreFields._fields + SLURM_STATIC + tuple(SLURM_MUTABLE))
-    return SlurmFields
-
-
 def _slurm_mutable(static: dict, events: int) -> dict:
     """Fresh Slurm books and scratch; ``events`` is the size of the event buffer (E)."""
-    from .core import _size
-
     sizes = {"J": len(static["j_queue"]), "T": len(static["t_job"]), "N": len(static["node_alloc"]),
              "R": len(static["total"]), "Pn": len(static["part_count"]), "As": len(static["a_shares"]),
              "M": int(np.diff(static["j_pair"]).max()) if len(static["j_queue"]) else 1, "E": events}
@@ -1282,17 +1271,13 @@ def _slurm_mutable(static: dict, events: int) -> dict:
 
 def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
     """Run a compiled Slurm scenario on the core (buffers sized by ``scale``, grown on need)."""
-    from ..errors import LabkitError
-    from .core import MAX_EVENTS, mutable_arrays
-
-    fields = _fields_type()
     while True:
         mutable = mutable_arrays(static, scale)
         if len(mutable["ev_time"]) > MAX_EVENTS:
             raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending: give the scenario "
                               "a horizon")
         slurm = _slurm_mutable(static, len(mutable["ev_time"]))
-        run_core(fields(**static, **mutable, **slurm))
+        run_core(SlurmFields(**static, **mutable, **slurm))
         if not mutable["ints"][I_OVERFLOW]:
             return _record(compiled, mutable, slurm)
         scale *= 4
