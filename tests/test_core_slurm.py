@@ -17,6 +17,7 @@ import labkit
 from labkit import spec
 from labkit.engine import core
 from labkit.engine.simulate import with_policy
+from labkit.errors import LabkitError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -111,3 +112,14 @@ def test_small_buffers_grow_and_give_the_same_run():
     assert missing is None
     whole, grown = core.run(compiled, static), core.run(compiled, static, scale=0.01)
     assert grown.events == whole.events and np.array_equal(grown.runs, whole.runs, equal_nan=True)
+
+
+def test_auto_runs_slurm_on_the_core_and_falls_back_for_snapshots():
+    example = labkit.load(EXAMPLES / "slurm-backfill.yaml")
+    assert labkit.simulate(example).info["engine"] == "numba"
+    data = example.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data["jobs"][0]["status"] = {"phase": "Running", "running": {"node": ["n-0", "n-1", "n-2"]}}
+    result = labkit.simulate(spec.validate(data))
+    assert result.info["engine"] == "reference (the numba core does not simulate job status snapshots under Slurm)"
+    with pytest.raises(LabkitError, match="job status snapshots under Slurm"):
+        labkit.simulate(spec.validate(data), engine="numba")
