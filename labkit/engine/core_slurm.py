@@ -115,7 +115,7 @@ NOTE_PRIORITY, NOTE_PENDING, NOTE_START_TIME = range(3)
  A_FAIR_SHARE, A_TIME_DEPENDENT, A_USERS) = range(19)
 N_ARGS = 19
 # slots of ``s.sl_ints``: note values and node lists kept for the record, the session's outputs, stamps
-S_VALUES, S_NODE_LISTS, S_BINDS, S_EVICTS, S_NOTES, S_STAMP, S_RESERVATIONS, S_SESSION = range(8)
+S_VALUES, S_NODE_LISTS, S_BINDS, S_EVICTS, S_NOTES, S_STAMP, S_FAIR_TICK = range(7)
 
 SLURM_STATIC = (
     "sl_actions", "sl_period", "sl_on_event", "sl_arg", "j_part", "j_qos", "j_assoc", "j_limit", "j_limit_bf",
@@ -130,7 +130,7 @@ SLURM_MUTABLE = {
     "final": ("J", 0, I8), "prio": ("J", 0, I), "stopped": ("J", -1, I),
     # the last note of each kind per job, and the values of the logged ones
     "ln_prio": ("J 7", np.nan, F), "ln_pend": ("J", -1, I), "ln_at": ("J", np.nan, F), "ln_count": ("J", -1, I),
-    "ln_nodes": ("T", -1, I), "nv": ("E 6", 0, F), "nl": ("E", 0, I), "sl_ints": ("8", 0, I),
+    "ln_nodes": ("T", -1, I), "nv": ("E 6", 0, F), "nl": ("E", 0, I), "sl_ints": ("7", 0, I),
     # one session's scratch
     "ss_status": ("T", 0, I8), "ss_node": ("T", -1, I), "ss_susp": ("J", False, B), "ss_used": ("N R", 0, F),
     "ss_start": ("J", np.nan, F), "ss_has": ("J", False, B), "ss_prio": ("J", 0, I), "ss_age": ("J", 0, F),
@@ -333,15 +333,18 @@ def open_session(s, now):
     s.ss_used[:, :] = s.n_used
     s.sl_ints[S_BINDS] = s.sl_ints[S_EVICTS] = s.sl_ints[S_NOTES] = 0
     fair = s.sl_arg[A_FAIR_SHARE] > 0
-    if fair:
+    period = s.sl_arg[A_CALC_PERIOD]
+    tick = math.floor(now / period) * period
+    if fair and s.sl_ints[S_FAIR_TICK] != math.floor(now / period):
+        # the usage changes only at a tick: a run started since adds 0, one ended since adds what
+        # it would running; kept unless computed at the tick itself (a run may end then)
         decayed_usage(s, now)
         tree_usage(s)
         if s.sl_arg[A_FAIR_TREE] > 0:
             fair_tree(s)
         else:
             classic_fair_share(s)
-    period = s.sl_arg[A_CALC_PERIOD]
-    tick = math.floor(now / period) * period
+        s.sl_ints[S_FAIR_TICK] = math.floor(now / period) if now > tick else -1
     dbd = s.sl_arg[A_SLURMDBD] > 0
     for i in range(s.ints[I_LIVE]):
         j = s.live[i]
@@ -1266,6 +1269,7 @@ def _slurm_mutable(static: dict, events: int) -> dict:
     arrays = {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
               for name, (shape, value, dtype) in SLURM_MUTABLE.items()}
     arrays["prio"][:] = static["j_prio"]
+    arrays["sl_ints"][S_FAIR_TICK] = -1  # no fair share computed yet
     return arrays
 
 
