@@ -352,7 +352,7 @@ def open_session(s, now):
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             s.ss_status[t], s.ss_node[t] = s.status[t], s.node[t]
         s.ss_start[j] = math.nan
-        if running(s, j):
+        if running(s, j):  # the earliest start of its open pod runs (nanmin)
             for t in range(s.j_lo[j], s.j_lo[j + 1]):
                 r = s.open_run[t]
                 if r >= 0 and not s.runs[r, 2] >= s.ss_start[j]:
