@@ -173,6 +173,10 @@ def unsupported(compiled: Compiled) -> str | None:
     """What in this compiled scenario the numba core does not simulate, or None."""
     problem = compiled.problem
     policy = problem.policy
+    if policy.family == Family.SLURM:
+        from .core_slurm import unsupported as slurm_unsupported
+
+        return slurm_unsupported(compiled)
     if policy.family != Family.VOLCANO:
         return f"{Family(policy.family).name.lower()} policies"
     if policy.action_period is not None or policy.pods_at_submit or compiled.quotas is not None:
@@ -306,6 +310,10 @@ def static_arrays(c: Compiled) -> dict:
     arrays.update(_role_pairs(p))
     arrays.update(_snapshot_arrays(c))
     arrays.update(_plugin_arrays(p))
+    if p.policy.family == Family.SLURM:
+        from .core_slurm import slurm_arrays
+
+        arrays.update(slurm_arrays(c))
     return arrays
 
 
@@ -379,6 +387,10 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0) -> RunRecord:
     """Run the compiled scenario on the numba core (buffers sized by ``scale``, grown on need)."""
     from .core_clock import run as run_core
 
+    if compiled.problem.policy.family == Family.SLURM:
+        from .core_slurm import run as run_slurm
+
+        return run_slurm(compiled, static, scale)
     while True:
         mutable = mutable_arrays(static, scale)
         if len(mutable["ev_time"]) > MAX_EVENTS:

@@ -261,6 +261,12 @@ def maybe_start(s, now, j):
 @jit
 def finish(s, now, j):
     """The job's work is done: its pods succeed (a terminating surplus pod ends with its grace)."""
+    finish_as(s, now, j, EV_COMPLETED, MSG_NONE)
+
+
+@jit
+def finish_as(s, now, j, kind, msg):
+    """:func:`finish`, logged as event ``kind`` with message ``msg`` (Slurm's Timeout too)."""
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
         if s.status[t] == RELEASING:
             continue
@@ -270,7 +276,7 @@ def finish(s, now, j):
     set_job_phase(s, j, PH_COMPLETED)
     s.end_t[j] = now
     s.work_done[j] = s.j_work[j]
-    log(s, now, EV_COMPLETED, j, -1, -1, MSG_NONE, 0, 0)
+    log(s, now, kind, j, -1, -1, msg, 0, 0)
     if count_status(s, j, RELEASING) == 0:
         live_remove(s, j)
 

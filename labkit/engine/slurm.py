@@ -561,7 +561,8 @@ class Slurmctld:
         return free
 
     def resume(self, free: np.ndarray) -> None:
-        """The gang scheduler resumes a suspended job once its CPUs are free again on its nodes."""
+        """The gang scheduler resumes a suspended job once its CPUs are free again on its nodes; from
+        then on the session sees it running (its CPUs no longer free for backfill)."""
         for job in sorted(self.ssn.jobs, key=lambda j: j.rank):
             if not self.suspended[job.index]:
                 continue
@@ -572,6 +573,7 @@ class Slurmctld:
                 free[:, CPU] -= need
                 for t in job.tasks:
                     self.ssn.dispatch(t, "gang", f"resumed JobId={job.name}")
+                self.suspended[job.index] = False
                 self.start[job.index] = self.now
 
     def start_job(self, job: JobInfo, placement: dict[int, int], action: str) -> None:
