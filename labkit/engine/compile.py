@@ -25,7 +25,7 @@ admission the clock applies when it creates pods (`labkit.engine.kube.resource_q
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -114,37 +114,31 @@ def compile_scenario(scenario: Scenario) -> Compiled:
         "key", "cls")}
     job_fields: dict[str, list] = {k: [] for k in ("priority", "min_task", "min_res")}
     job_pods = [0]
+    vector = _RequestVectors(resources, sched.section == "slurm")
     for j, job in enumerate(scenario.jobs):
         pclass = classes.get(job.priority_class_name) if job.priority_class_name else default_class
         priority = pclass.value if pclass else 0
         never = bool(pclass and pclass.preemption_policy == "Never")
         critical = job.namespace == "kube-system" or (job.priority_class_name in CRITICAL_CLASSES)
+        submit_s = parse_duration(job.submit)
         min_task = np.zeros(len(role_names), np.int64)
+        per_task = []
         for k, task in enumerate(job.tasks):
-            where = f"jobs[{j}].tasks[{k}].resources"
-            request = resource_vector(resources, pod_requests[j][k], where)
-            request[PODS] = 1.0
-            if sched.section == "slurm":
-                request = slurm_request(request)
+            raw, request, best_effort = vector(pod_requests[j][k], f"jobs[{j}].tasks[{k}].resources")
+            per_task.append(raw)
             min_task[role_index[task.name]] = task.min_available_resolved
             cls = _feasibility_class(task, nodes, feasibility, class_rows, failure_rows)
-            for i in range(task.replicas_resolved):
-                task_fields["names"].append(f"{job.namespace}/{job.name}-{task.name}-{i}")
-                task_fields["job"].append(j)
-                task_fields["role"].append(role_index[task.name])
-                task_fields["request"].append(request)
-                task_fields["priority"].append(priority)
-                task_fields["never"].append(never)
-                task_fields["preemptable"].append(job.preemptible)
-                task_fields["best_effort"].append(is_best_effort(request))
-                task_fields["critical"].append(critical)
-                task_fields["index"].append(i)
-                task_fields["key"].append((parse_duration(job.submit), j, k, i))
-                task_fields["cls"].append(cls)
+            n = task.replicas_resolved
+            task_fields["names"] += [f"{job.namespace}/{job.name}-{task.name}-{i}" for i in range(n)]
+            task_fields["index"] += range(n)
+            task_fields["key"] += [(submit_s, j, k, i) for i in range(n)]
+            for field, value in (("job", j), ("role", role_index[task.name]), ("request", request),
+                                 ("priority", priority), ("never", never), ("preemptable", job.preemptible),
+                                 ("best_effort", best_effort), ("critical", critical), ("cls", cls)):
+                task_fields[field] += [value] * n
         job_fields["priority"].append(priority)
         job_fields["min_task"].append(min_task)
-        job_fields["min_res"].append(_min_resources(job, [
-            resource_vector(resources, pod_requests[j][k], "") + _pods_one(resources) for k in range(len(job.tasks))]))
+        job_fields["min_res"].append(_min_resources(job, per_task))
         job_pods.append(len(task_fields["names"]))
 
     n_jobs, n_res = len(scenario.jobs), len(resources)
@@ -219,10 +213,25 @@ def compile_scenario(scenario: Scenario) -> Compiled:
     )
 
 
-def _pods_one(resources: list[str]) -> np.ndarray:
-    vec = np.zeros(len(resources))
-    vec[PODS] = 1.0
-    return vec
+class _RequestVectors:
+    """A pod's requests as vectors, computed once per distinct request (a trace has a handful):
+    (what calcPGMinResources sums: the requests plus one pod, the pod's request as the scheduler
+    sees it (pods = 1; under Slurm what cons_tres allocates), whether it is best-effort)."""
+
+    def __init__(self, resources: list[str], slurm: bool):
+        self.resources, self.slurm, self.seen = resources, slurm, {}
+
+    def __call__(self, pod: dict, where: str) -> tuple[np.ndarray, np.ndarray, bool]:
+        key = tuple(sorted((name, str(value)) for name, value in pod.items()))
+        if key not in self.seen:
+            raw = resource_vector(self.resources, pod, where)
+            request = raw.copy()
+            request[PODS] = 1.0
+            if self.slurm:
+                request = slurm_request(request)
+            raw[PODS] += 1.0
+            self.seen[key] = (raw, request, is_best_effort(request))
+        return self.seen[key]
 
 
 def _pod_request(task: Task, tenant: Tenant | None) -> dict:
@@ -341,4 +350,5 @@ def _policy(scenario: Scenario, resources: list[str]):
             enabled = {point for point in plugin.enabled() if point in EXT_NAMES}
             entries.append({"name": plugin.name, "enabled": enabled, "arguments": dict(plugin.arguments)})
         tiers.append(entries)
-    return policy_from_conf(conf.action_list(), tiers, resources)
+    policy = policy_from_conf(conf.action_list(), tiers, resources)
+    return replace(policy, strict_fifo=sched.queueing_strategy == "StrictFIFO")

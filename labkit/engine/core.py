@@ -123,6 +123,7 @@ STATIC = (
     "t_class", "t_named", "t_shape", "t_init_node",
     "total", "actions", "p_tier", "p_kind", "p_arg", "p_w", "hooks", "hook_len", "of_kind",
     "horizon", "period", "gpu", "has_enqueue",
+    "strict_fifo",
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
@@ -301,6 +302,7 @@ def static_arrays(c: Compiled) -> dict:
         if p.n_tasks else np.zeros(0, np.int64),
         "total": total, "horizon": float(c.horizon), "period": float(c.schedule_period),
         "gpu": names.index(GPU) if GPU in names else -1,
+        "strict_fifo": bool(p.policy.strict_fifo),
     }
     arrays.update(_queue_arrays(p, total))
     arrays.update(_role_pairs(p))
