@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..spec import Scenario, conf_of, scheduler_of
-from ..spec.model import Job, Task, Tenant
+from ..spec.model import Task, Tenant
 from ..spec.quantity import parse_duration
 from ..workloads import expand
 from .kube import ResourceQuotas, filter_failure, kube_policy, resource_quotas
@@ -112,8 +112,9 @@ def compile_scenario(scenario: Scenario) -> Compiled:
     task_fields: dict[str, list] = {k: [] for k in (
         "names", "job", "role", "request", "priority", "never", "preemptable", "best_effort", "critical", "index",
         "key", "cls")}
-    job_fields: dict[str, list] = {k: [] for k in ("priority", "min_task", "min_res")}
+    job_fields: dict[str, list] = {k: [] for k in ("priority", "min_task", "min_res", "min_member", "submit")}
     job_pods = [0]
+    min_resources: dict[tuple, np.ndarray] = {}
     vector = _RequestVectors(resources, sched.section == "slurm")
     for j, job in enumerate(scenario.jobs):
         pclass = classes.get(job.priority_class_name) if job.priority_class_name else default_class
@@ -121,14 +122,17 @@ def compile_scenario(scenario: Scenario) -> Compiled:
         never = bool(pclass and pclass.preemption_policy == "Never")
         critical = job.namespace == "kube-system" or (job.priority_class_name in CRITICAL_CLASSES)
         submit_s = parse_duration(job.submit)
+        job_fields["submit"].append(submit_s)
         min_task = np.zeros(len(role_names), np.int64)
-        per_task = []
+        per_task, mins, replicas = [], [], []
         for k, task in enumerate(job.tasks):
             raw, request, best_effort = vector(pod_requests[j][k], f"jobs[{j}].tasks[{k}].resources")
-            per_task.append(raw)
-            min_task[role_index[task.name]] = task.min_available_resolved
-            cls = _feasibility_class(task, nodes, feasibility, class_rows, failure_rows)
             n = task.replicas_resolved
+            per_task.append(raw)
+            mins.append(task.min_available_resolved)
+            replicas.append(n)
+            min_task[role_index[task.name]] = mins[-1]
+            cls = _feasibility_class(task, nodes, feasibility, class_rows, failure_rows)
             task_fields["names"] += [f"{job.namespace}/{job.name}-{task.name}-{i}" for i in range(n)]
             task_fields["index"] += range(n)
             task_fields["key"] += [(submit_s, j, k, i) for i in range(n)]
@@ -138,11 +142,16 @@ def compile_scenario(scenario: Scenario) -> Compiled:
                 task_fields[field] += [value] * n
         job_fields["priority"].append(priority)
         job_fields["min_task"].append(min_task)
-        job_fields["min_res"].append(_min_resources(job, per_task))
+        need = job.min_available if job.min_available is not None else sum(mins)
+        job_fields["min_member"].append(need)
+        key = (need, tuple(mins), tuple(replicas), tuple(id(raw) for raw in per_task))
+        if key not in min_resources:  # the vectors are kept by `vector`, so their ids are stable
+            min_resources[key] = _min_resources(need, mins, replicas, per_task)
+        job_fields["min_res"].append(min_resources[key])
         job_pods.append(len(task_fields["names"]))
 
     n_jobs, n_res = len(scenario.jobs), len(resources)
-    submit = np.array([parse_duration(j.submit) for j in scenario.jobs], float)
+    submit = np.array(job_fields["submit"], float)
     reasons = sorted({r for row in failure_rows for r in row} - {""})
     reason_index = {r: i + 1 for i, r in enumerate(reasons)}
     extra = {"failure_reasons": ("", *reasons), "class_node_failure": np.array(
@@ -171,7 +180,7 @@ def compile_scenario(scenario: Scenario) -> Compiled:
         job_names=tuple(f"{j.namespace}/{j.name}" for j in scenario.jobs),
         job_queue=np.array([queue_index[j.queue] for j in scenario.jobs], np.int64),
         job_priority=np.array(job_fields["priority"], np.int64),
-        job_min_member=np.array([j.min_available_resolved for j in scenario.jobs], np.int64),
+        job_min_member=np.array(job_fields["min_member"], np.int64),
         job_min_task_member=np.array(job_fields["min_task"], np.int64).reshape(n_jobs, len(role_names)),
         job_min_resources=np.array(job_fields["min_res"], float).reshape(n_jobs, n_res),
         job_has_min_resources=np.ones(n_jobs, bool),
@@ -300,17 +309,16 @@ def _quotas(scenario: Scenario, tenants: dict[str, Tenant], pod_requests: list[l
     return resource_quotas(scenario.tenants, [job.namespace for job in scenario.jobs], pods)
 
 
-def _min_resources(job: Job, per_task: list[np.ndarray]) -> np.ndarray:
-    """PodGroup minResources as the vcjob controller sums them (`calcPGMinResources`).
+def _min_resources(need: int, mins: list[int], replicas: list[int], per_task: list[np.ndarray]) -> np.ndarray:
+    """PodGroup minResources as the vcjob controller sums them (`calcPGMinResources`) for a job of
+    minAvailable `need` whose tasks have these minima, replicas and per-pod vectors.
 
     Tasks all share the job's priority here, so their conf order is the priority order.
     """
-    need = job.min_available_resolved
     total = np.zeros_like(per_task[0])
-    mins = [t.min_available_resolved for t in job.tasks]
     if need < sum(mins):
-        for task, request in zip(job.tasks, per_task):
-            take = min(need, task.replicas_resolved)
+        for count, request in zip(replicas, per_task):
+            take = min(need, count)
             total += request * take
             need -= take
             if need <= 0:
@@ -319,10 +327,10 @@ def _min_resources(job: Job, per_task: list[np.ndarray]) -> np.ndarray:
     for m, request in zip(mins, per_task):
         total += request * m
     left = need - sum(mins)
-    for task, m, request in zip(job.tasks, mins, per_task):
+    for m, count, request in zip(mins, replicas, per_task):
         if left <= 0:
             break
-        take = min(left, task.replicas_resolved - m)
+        take = min(left, count - m)
         total += request * take
         left -= take
     return total
