@@ -415,8 +415,8 @@ _PLACED = {MSG_FITS_IDLE: "fits Idle on ", MSG_BACKFILL: "best-effort task place
            MSG_RECLAIMED_ROOM: "reclaimed room on "}
 
 
-def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> list[tuple]:
-    """(time, kind, job, task, node, reason, message) tuples, with the reference engine's texts."""
+def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> tuple:
+    """The (time, kind, job, task, node, reason, message) columns, with the reference engine's texts."""
     kind, job, task, node, msg, a, b = (coded[:, k].astype(np.int64) for k in range(7))
     nodes, tasks = np.array(p.node_names + ("",), object), np.array(p.task_names + ("",), object)
     reasons = np.full(len(time), "", object)
@@ -444,5 +444,4 @@ def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> list[tuple]:
         counts = np.array([f"{x} pods running" for x in range(int(a[rows].max()) + 1)], object)
         messages[rows] = counts[a[rows]]
     names = np.array(EVENT_KINDS, object)[kind]
-    columns = (time, names, job, task, node, reasons, messages)
-    return list(zip(*(column.tolist() for column in columns)))
+    return time, names, job, task, node, reasons, messages
