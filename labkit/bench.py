@@ -10,16 +10,24 @@ Three figures, each printed as ``  target <what>: <value> (target <target>) ok|M
   numba cache (< 2 s).
 
 ``--quick`` runs the first six hours of the week instead (seconds, for the tests).
+
+``--scale`` and ``--peer`` run the issue-10 figures instead, from a source checkout: Philly and 1M
+synthetic jobs (``benchmarks/bench_scale.py``), cluster03 against Helios
+(``benchmarks/bench_peer.py``), each script in a subprocess that prints its figure lines, a
+progress bar (tqdm when installed) and stops cleanly on Ctrl-C (exit 130). They read the traces of
+``../shared/traces``, which the wheel does not ship, so they are not package code.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 TARGET_RATIO = 100.0
 TARGET_RESIMULATE_S = 0.050
@@ -102,7 +110,42 @@ def report(fig: dict) -> list[str]:
     ]
 
 
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def run_script(name: str, args: list[str]) -> int:
+    """One benchmark script in a subprocess running this labkit; its exit code (130 on Ctrl-C:
+    the script gets the same SIGINT, prints the figures it finished and exits)."""
+    script = BENCHMARKS / name
+    if not script.exists():
+        print(f"{script}: absent; the scale and peer benchmarks run from a source checkout of labkit",
+              file=sys.stderr)
+        return 2
+    package_root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, str(script), *args], env=env)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        return proc.wait()
+
+
+def script_args(args: argparse.Namespace) -> list[str]:
+    """The options shared with the scripts."""
+    return (["--quick"] if args.quick else []) + (["--json"] if args.json else []) + ["--engine", args.engine]
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.scale or args.peer:
+        code = 0
+        if args.scale:
+            extra = [a for case in args.case or [] for a in ("--case", case)]
+            extra += ["--timeout", str(args.timeout)] if args.timeout else []
+            code = run_script("bench_scale.py", script_args(args) + extra)
+        if args.peer and code != 130:
+            extra = ["--peer-helios", args.peer_helios] if args.peer_helios else []
+            code = run_script("bench_peer.py", script_args(args) + extra) or code
+        return code
     figures = measure(args.quick, args.repeat)
     if args.json:
         print(json.dumps(figures))
@@ -115,12 +158,21 @@ def register(sub) -> None:
     """Add `labkit bench` to the CLI."""
     p = sub.add_parser(
         "bench",
-        help="engine speed on the case-study week: reference/numba, re-simulation, fresh start",
+        help="engine speed on the case-study week: reference/numba, re-simulation, fresh start "
+             "(--scale, --peer: the scale and peer figures)",
         description=__doc__.splitlines()[0],
     )
     p.add_argument("--quick", action="store_true", help="the first six hours only (seconds)")
     p.add_argument("--repeat", type=int, default=20, metavar="N", help="re-simulations timed (default 20)")
     p.add_argument("--json", action="store_true", help="the figures as one JSON line")
+    p.add_argument("--scale", action="store_true", help="instead: Philly on 256 and 2,048 GPUs, 1M synthetic "
+                   "jobs on 4,096 GPUs (benchmarks/bench_scale.py; minutes)")
+    p.add_argument("--peer", action="store_true", help="instead: ElasticFlow cluster03 under helios-fifo against "
+                   "Helios (benchmarks/bench_peer.py)")
+    p.add_argument("--case", action="append", metavar="C", help="--scale: only this case (repeatable)")
+    p.add_argument("--timeout", type=float, metavar="S", help="--scale: seconds per case before it is MISSED")
+    p.add_argument("--peer-helios", metavar="DIR", help="--peer: a HeliosArtifact checkout to run Helios from")
+    p.add_argument("--engine", default="auto", help="--scale/--peer: auto, numba or reference")
     p.set_defaults(func=cmd_bench)
 
 

@@ -178,7 +178,7 @@ def engine_scenarios(draw, max_jobs: int = 12) -> spec.Scenario:
     draws plus several task roles, a job minAvailable below the task minima (elastic gangs),
     node selectors and taints, node speeds and `work`, best-effort and system-critical pods,
     queue deserved/guarantee/priority/reclaimable, preemptionPolicy Never, job `status`
-    snapshots, and the confs of `ENGINE_CONFS`. A 6 h horizon ends the runs where pods of equal
+    snapshots, the confs of `ENGINE_CONFS` and helios-fifo, either queueingStrategy. A 6 h horizon ends the runs where pods of equal
     priority preempt each other for ever (drf lets them)."""
     n_pools = draw(st.integers(1, 3))
     pools = []
@@ -247,9 +247,11 @@ def engine_scenarios(draw, max_jobs: int = 12) -> spec.Scenario:
             running = {"worker": [node]} if draw(st.booleans()) else {}
             job["status"] = {"phase": "Running" if running else "Inqueue", "running": running}
         jobs.append(job)
-    name = draw(st.sampled_from(POLICIES + list(ENGINE_CONFS)))
-    scheduler = _conf(name) if name in POLICIES else {"policy": name, "conf": ENGINE_CONFS[name]}
+    name = draw(st.sampled_from(POLICIES + ["helios-fifo"] + list(ENGINE_CONFS)))
+    scheduler = {"policy": name, "conf": ENGINE_CONFS[name]} if name in ENGINE_CONFS else _conf(name)
     scheduler["schedulePeriod"] = draw(st.sampled_from([1, 1, 5]))
+    if draw(st.integers(0, 3)) == 0:
+        scheduler["queueingStrategy"] = draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"]))
     return spec.validate({"name": "parity", "horizon": "6h", "cluster": {"pools": pools}, "queues": queues,
                           "tenants": [{"name": "default"}, {"name": "kube-system"}],
                           "priorityClasses": classes, "jobs": jobs, "scheduler": scheduler})

@@ -3,6 +3,7 @@ the helios-fifo policy keeps Helios's consolidated placement."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -64,3 +65,13 @@ def test_helios_fifo_consolidates_and_gangs_whole_nodes():
     nodes = labkit.simulate(scenario).tasks.groupby("job")["node"].apply(set)
     assert nodes["default/a"] == nodes["default/b"]  # best fit by GPUs: b joins a
     assert nodes["default/c"] == {"n-0", "n-1", "n-2"} - nodes["default/a"]  # two whole nodes
+
+
+def test_labkit_bench_scale_and_peer_print_the_same_figures():
+    out = subprocess.run([sys.executable, "-m", "labkit.cli", "bench", "--scale", "--peer", "--quick",
+                          "--case", "synthetic-1m-4096"], capture_output=True, text=True, timeout=300, check=False,
+                         env={**os.environ, "PYTHONPATH": str(BENCH.parent)})
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"^synthetic-1m-4096 \[engine=\w+\]: 200 jobs", out.stdout, re.MULTILINE)
+    assert re.search(r"^labkit \[engine=\w+, policy=helios-fifo\]: 100 jobs", out.stdout, re.MULTILINE)
+    assert len(TARGET.findall(out.stdout)) == 2, out.stdout  # wall and peak RSS; no peer time for 100 jobs

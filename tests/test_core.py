@@ -13,7 +13,7 @@ import labkit
 from labkit import spec
 from labkit.engine import core
 from labkit.engine.reference import run_session
-from labkit.errors import LabkitError
+from labkit.errors import LabkitError, SpecError
 
 EVENT_KEY = ["time", "kind", "job", "task", "node"]
 QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -125,4 +125,38 @@ def test_small_buffers_grow_and_give_the_same_run():
     compiled, static, missing = core.prepare(spec.preset("fragmentation"))
     assert missing is None
     whole, grown = core.run(compiled, static), core.run(compiled, static, scale=0.01)
-    assert grown.events == whole.events and np.array_equal(grown.runs, whole.runs, equal_nan=True)
+    assert all(np.array_equal(a, b) for a, b in zip(grown.events, whole.events, strict=True))
+    assert np.array_equal(grown.runs, whole.runs, equal_nan=True)
+
+
+def head_of_line(strategy: str | None) -> spec.Scenario:
+    """One 8-GPU node: a 6-GPU job runs, an 8-GPU job (the head) waits for it, and a 2-GPU job
+    submitted after the head fits beside the running one."""
+    gpu = "nvidia.com/gpu"
+    scheduler = {"policy": "helios-fifo"} | ({"queueingStrategy": strategy} if strategy else {})
+    return spec.validate({
+        "cluster": {"pools": [{"name": "n", "count": 1, "resources": {gpu: 8, "cpu": 96}}]},
+        "jobs": [{"name": "run", "duration": 100, "tasks": [{"resources": {gpu: 6}}]},
+                 {"name": "head", "submit": 10, "duration": 100, "tasks": [{"resources": {gpu: 8}}]},
+                 {"name": "small", "submit": 20, "duration": 10, "tasks": [{"resources": {gpu: 2}}]}],
+        "scheduler": scheduler,
+    })
+
+
+@pytest.mark.parametrize("strategy", [None, "StrictFIFO", "BestEffortFIFO"])
+def test_strict_fifo_blocks_the_queue_at_its_head(strategy):
+    fast, _ = assert_same(head_of_line(strategy))
+    start = fast.jobs.set_index("name")["start"]
+    if strategy == "BestEffortFIFO":  # Volcano's allocate: the small job passes the blocked head
+        assert start["small"] < start["head"]
+    else:  # helios-fifo is StrictFIFO: nothing passes the head, which starts when `run` ends
+        assert start["head"] >= fast.jobs.set_index("name")["end"]["run"]
+        assert start["small"] >= start["head"]
+
+
+def test_queueing_strategy_is_for_volcano_confs():
+    cluster = {"pools": [{"name": "n", "count": 1, "resources": {"cpu": 8}}]}
+    for scheduler in ({"slurm": {}, "queueingStrategy": "StrictFIFO"},
+                      {"policy": "slurm-builtin", "queueingStrategy": "StrictFIFO"}):
+        with pytest.raises(SpecError, match="queueingStrategy"):
+            labkit.simulate(spec.validate({"cluster": cluster, "scheduler": scheduler}))

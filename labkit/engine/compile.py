@@ -25,13 +25,13 @@ admission the clock applies when it creates pods (`labkit.engine.kube.resource_q
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import SpecError
 from ..spec import Scenario, conf_of, scheduler_of
-from ..spec.model import Job, Task, Tenant
+from ..spec.model import Task, Tenant
 from ..spec.quantity import parse_duration
 from ..workloads import expand
 from .kube import ResourceQuotas, filter_failure, kube_policy, resource_quotas
@@ -112,43 +112,46 @@ def compile_scenario(scenario: Scenario) -> Compiled:
     task_fields: dict[str, list] = {k: [] for k in (
         "names", "job", "role", "request", "priority", "never", "preemptable", "best_effort", "critical", "index",
         "key", "cls")}
-    job_fields: dict[str, list] = {k: [] for k in ("priority", "min_task", "min_res")}
+    job_fields: dict[str, list] = {k: [] for k in ("priority", "min_task", "min_res", "min_member", "submit")}
     job_pods = [0]
+    min_resources: dict[tuple, np.ndarray] = {}
+    vector = _RequestVectors(resources, sched.section == "slurm")
     for j, job in enumerate(scenario.jobs):
         pclass = classes.get(job.priority_class_name) if job.priority_class_name else default_class
         priority = pclass.value if pclass else 0
         never = bool(pclass and pclass.preemption_policy == "Never")
         critical = job.namespace == "kube-system" or (job.priority_class_name in CRITICAL_CLASSES)
+        submit_s = parse_duration(job.submit)
+        job_fields["submit"].append(submit_s)
         min_task = np.zeros(len(role_names), np.int64)
+        per_task, mins, replicas = [], [], []
         for k, task in enumerate(job.tasks):
-            where = f"jobs[{j}].tasks[{k}].resources"
-            request = resource_vector(resources, pod_requests[j][k], where)
-            request[PODS] = 1.0
-            if sched.section == "slurm":
-                request = slurm_request(request)
-            min_task[role_index[task.name]] = task.min_available_resolved
+            raw, request, best_effort = vector(pod_requests[j][k], f"jobs[{j}].tasks[{k}].resources")
+            n = task.replicas_resolved
+            per_task.append(raw)
+            mins.append(task.min_available_resolved)
+            replicas.append(n)
+            min_task[role_index[task.name]] = mins[-1]
             cls = _feasibility_class(task, nodes, feasibility, class_rows, failure_rows)
-            for i in range(task.replicas_resolved):
-                task_fields["names"].append(f"{job.namespace}/{job.name}-{task.name}-{i}")
-                task_fields["job"].append(j)
-                task_fields["role"].append(role_index[task.name])
-                task_fields["request"].append(request)
-                task_fields["priority"].append(priority)
-                task_fields["never"].append(never)
-                task_fields["preemptable"].append(job.preemptible)
-                task_fields["best_effort"].append(is_best_effort(request))
-                task_fields["critical"].append(critical)
-                task_fields["index"].append(i)
-                task_fields["key"].append((parse_duration(job.submit), j, k, i))
-                task_fields["cls"].append(cls)
+            task_fields["names"] += [f"{job.namespace}/{job.name}-{task.name}-{i}" for i in range(n)]
+            task_fields["index"] += range(n)
+            task_fields["key"] += [(submit_s, j, k, i) for i in range(n)]
+            for field, value in (("job", j), ("role", role_index[task.name]), ("request", request),
+                                 ("priority", priority), ("never", never), ("preemptable", job.preemptible),
+                                 ("best_effort", best_effort), ("critical", critical), ("cls", cls)):
+                task_fields[field] += [value] * n
         job_fields["priority"].append(priority)
         job_fields["min_task"].append(min_task)
-        job_fields["min_res"].append(_min_resources(job, [
-            resource_vector(resources, pod_requests[j][k], "") + _pods_one(resources) for k in range(len(job.tasks))]))
+        need = job.min_available if job.min_available is not None else sum(mins)
+        job_fields["min_member"].append(need)
+        key = (need, tuple(mins), tuple(replicas), tuple(id(raw) for raw in per_task))
+        if key not in min_resources:  # the vectors are kept by `vector`, so their ids are stable
+            min_resources[key] = _min_resources(need, mins, replicas, per_task)
+        job_fields["min_res"].append(min_resources[key])
         job_pods.append(len(task_fields["names"]))
 
     n_jobs, n_res = len(scenario.jobs), len(resources)
-    submit = np.array([parse_duration(j.submit) for j in scenario.jobs], float)
+    submit = np.array(job_fields["submit"], float)
     reasons = sorted({r for row in failure_rows for r in row} - {""})
     reason_index = {r: i + 1 for i, r in enumerate(reasons)}
     extra = {"failure_reasons": ("", *reasons), "class_node_failure": np.array(
@@ -177,7 +180,7 @@ def compile_scenario(scenario: Scenario) -> Compiled:
         job_names=tuple(f"{j.namespace}/{j.name}" for j in scenario.jobs),
         job_queue=np.array([queue_index[j.queue] for j in scenario.jobs], np.int64),
         job_priority=np.array(job_fields["priority"], np.int64),
-        job_min_member=np.array([j.min_available_resolved for j in scenario.jobs], np.int64),
+        job_min_member=np.array(job_fields["min_member"], np.int64),
         job_min_task_member=np.array(job_fields["min_task"], np.int64).reshape(n_jobs, len(role_names)),
         job_min_resources=np.array(job_fields["min_res"], float).reshape(n_jobs, n_res),
         job_has_min_resources=np.ones(n_jobs, bool),
@@ -219,10 +222,25 @@ def compile_scenario(scenario: Scenario) -> Compiled:
     )
 
 
-def _pods_one(resources: list[str]) -> np.ndarray:
-    vec = np.zeros(len(resources))
-    vec[PODS] = 1.0
-    return vec
+class _RequestVectors:
+    """A pod's requests as vectors, computed once per distinct request (a trace has a handful):
+    (what calcPGMinResources sums: the requests plus one pod, the pod's request as the scheduler
+    sees it (pods = 1; under Slurm what cons_tres allocates), whether it is best-effort)."""
+
+    def __init__(self, resources: list[str], slurm: bool):
+        self.resources, self.slurm, self.seen = resources, slurm, {}
+
+    def __call__(self, pod: dict, where: str) -> tuple[np.ndarray, np.ndarray, bool]:
+        key = tuple(sorted((name, str(value)) for name, value in pod.items()))
+        if key not in self.seen:
+            raw = resource_vector(self.resources, pod, where)
+            request = raw.copy()
+            request[PODS] = 1.0
+            if self.slurm:
+                request = slurm_request(request)
+            raw[PODS] += 1.0
+            self.seen[key] = (raw, request, is_best_effort(request))
+        return self.seen[key]
 
 
 def _pod_request(task: Task, tenant: Tenant | None) -> dict:
@@ -291,17 +309,16 @@ def _quotas(scenario: Scenario, tenants: dict[str, Tenant], pod_requests: list[l
     return resource_quotas(scenario.tenants, [job.namespace for job in scenario.jobs], pods)
 
 
-def _min_resources(job: Job, per_task: list[np.ndarray]) -> np.ndarray:
-    """PodGroup minResources as the vcjob controller sums them (`calcPGMinResources`).
+def _min_resources(need: int, mins: list[int], replicas: list[int], per_task: list[np.ndarray]) -> np.ndarray:
+    """PodGroup minResources as the vcjob controller sums them (`calcPGMinResources`) for a job of
+    minAvailable `need` whose tasks have these minima, replicas and per-pod vectors.
 
     Tasks all share the job's priority here, so their conf order is the priority order.
     """
-    need = job.min_available_resolved
     total = np.zeros_like(per_task[0])
-    mins = [t.min_available_resolved for t in job.tasks]
     if need < sum(mins):
-        for task, request in zip(job.tasks, per_task):
-            take = min(need, task.replicas_resolved)
+        for count, request in zip(replicas, per_task):
+            take = min(need, count)
             total += request * take
             need -= take
             if need <= 0:
@@ -310,10 +327,10 @@ def _min_resources(job: Job, per_task: list[np.ndarray]) -> np.ndarray:
     for m, request in zip(mins, per_task):
         total += request * m
     left = need - sum(mins)
-    for task, m, request in zip(job.tasks, mins, per_task):
+    for m, count, request in zip(mins, replicas, per_task):
         if left <= 0:
             break
-        take = min(left, task.replicas_resolved - m)
+        take = min(left, count - m)
         total += request * take
         left -= take
     return total
@@ -341,4 +358,5 @@ def _policy(scenario: Scenario, resources: list[str]):
             enabled = {point for point in plugin.enabled() if point in EXT_NAMES}
             entries.append({"name": plugin.name, "enabled": enabled, "arguments": dict(plugin.arguments)})
         tiers.append(entries)
-    return policy_from_conf(conf.action_list(), tiers, resources)
+    policy = policy_from_conf(conf.action_list(), tiers, resources)
+    return replace(policy, strict_fifo=sched.queueing_strategy == "StrictFIFO")

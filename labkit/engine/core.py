@@ -123,6 +123,7 @@ STATIC = (
     "t_class", "t_named", "t_shape", "t_init_node",
     "total", "actions", "p_tier", "p_kind", "p_arg", "p_w", "hooks", "hook_len", "of_kind",
     "horizon", "period", "gpu", "has_enqueue",
+    "strict_fifo",
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
@@ -305,6 +306,7 @@ def static_arrays(c: Compiled) -> dict:
         if p.n_tasks else np.zeros(0, np.int64),
         "total": total, "horizon": float(c.horizon), "period": float(c.schedule_period),
         "gpu": names.index(GPU) if GPU in names else -1,
+        "strict_fifo": bool(p.policy.strict_fifo),
     }
     arrays.update(_queue_arrays(p, total))
     arrays.update(_role_pairs(p))
@@ -425,8 +427,8 @@ _PLACED = {MSG_FITS_IDLE: "fits Idle on ", MSG_BACKFILL: "best-effort task place
            MSG_RECLAIMED_ROOM: "reclaimed room on "}
 
 
-def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> list[tuple]:
-    """(time, kind, job, task, node, reason, message) tuples, with the reference engine's texts."""
+def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> tuple:
+    """The (time, kind, job, task, node, reason, message) columns, with the reference engine's texts."""
     kind, job, task, node, msg, a, b = (coded[:, k].astype(np.int64) for k in range(7))
     nodes, tasks = np.array(p.node_names + ("",), object), np.array(p.task_names + ("",), object)
     reasons = np.full(len(time), "", object)
@@ -454,5 +456,4 @@ def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> list[tuple]:
         counts = np.array([f"{x} pods running" for x in range(int(a[rows].max()) + 1)], object)
         messages[rows] = counts[a[rows]]
     names = np.array(EVENT_KINDS, object)[kind]
-    columns = (time, names, job, task, node, reasons, messages)
-    return list(zip(*(column.tolist() for column in columns)))
+    return time, names, job, task, node, reasons, messages

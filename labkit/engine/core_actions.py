@@ -539,7 +539,8 @@ def enqueue(s, now):
 @jit
 def allocate(s, now):
     """allocate: one job per queue turn (Overused queues dropped), its pending tasks in one
-    statement, committed when the job is ready."""
+    statement, committed when the job is ready; under StrictFIFO a queue whose job is not ready
+    leaves the heap."""
     start_action(s, ALLOCATE)
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
@@ -572,6 +573,8 @@ def allocate(s, now):
                 push(s, HEAP_JOB, q, j)
         else:
             s.ints[I_TOP] = start  # a pipelined job keeps its placements; the statement is dropped
+            if s.strict_fifo:
+                continue  # StrictFIFO: the queue's head did not fit, so the queue stops here
         push(s, HEAP_QUEUE, 0, q)
 
 

@@ -332,6 +332,7 @@ class Session:
         self.now = state.now
         self.next_node = state.next_node
         self.actions = [int(a) for a in problem.policy.actions]
+        self.strict_fifo = problem.policy.strict_fifo
         self.nodes = [_node_info(problem, n) for n in range(problem.n_nodes)]
         self.queues = [_queue_info(problem, q) for q in range(problem.n_queues)]
         self.jobs = [_job_info(problem, state, j) for j in range(problem.n_jobs)]

@@ -231,6 +231,8 @@ class Policy:
     * ``requeue_hold``: seconds a job restarted by eviction waits before it may start again
       (Slurm's requeued BeginTime, now + cred_expire 120 s + 1).
     * ``kube`` (:class:`KubeArgs`), ``slurm`` (:class:`SlurmArgs`): the family's resolved settings.
+    * ``strict_fifo``: allocate stops a queue at its first job that it cannot place, for the rest
+      of the session (the scenario's ``scheduler.queueingStrategy: StrictFIFO``; Volcano only).
     """
 
     actions: np.ndarray
@@ -246,6 +248,7 @@ class Policy:
     requeue_hold: float = 0.0
     kube: KubeArgs | None = None
     slurm: SlurmArgs | None = None
+    strict_fifo: bool = False
 
     @property
     def n_tiers(self) -> int:

@@ -241,7 +241,8 @@ def allocate(ssn: Session) -> None:
     The statement is committed only if the job is ready (gang); a job that is only pipelined
     keeps its tentative placements for the rest of the cycle; otherwise it is discarded.
     After a commit the job goes back into its queue if it has tasks left, and the queue goes
-    back into the queue heap after every turn, re-sorted by the live shares."""
+    back into the queue heap after every turn, re-sorted by the live shares; under StrictFIFO a
+    queue whose job did not become ready leaves the heap (head-of-line blocking)."""
     queues = PriorityQueue(ssn.queue_order)
     jobs_by_queue: dict[int, PriorityQueue] = {}
     worksheets: dict[int, PriorityQueue] = {}
@@ -275,6 +276,8 @@ def allocate(ssn: Session) -> None:
             stmt.commit()
             if len(tasks):
                 jobs.push(job)
+        elif ssn.strict_fifo:
+            continue  # StrictFIFO: the queue's head did not fit, so the queue stops for this session
         queues.push(queue)
 
 

@@ -577,7 +577,7 @@ class RunRecord:
     (PodGroupPhase), ``enqueue_time``/``start_time``/``end_time`` (NaN = not yet), ``evictions``
     (pods evicted), ``lost_work`` (seconds). ``runs`` (K, 5): task, node, start, end, evicted per
     pod run (end/evicted NaN = not yet). ``events``: (time, kind, job, task, node, reason, message)
-    tuples with -1 for no task/node. ``sessions``: sessions run. ``state`` (J,) optional, a job
+    tuples with -1 for no task/node, or those seven columns (the numba core's arrays). ``sessions``: sessions run. ``state`` (J,) optional, a job
     state that overrides the derived one ("Timeout", "Preempted", "Suspended"; "" = none);
     ``priority`` (J,) optional, the scheduler's job priority when it is computed (else the
     PriorityClass value of the Problem).
@@ -592,7 +592,7 @@ class RunRecord:
     evictions: np.ndarray
     lost_work: np.ndarray
     runs: np.ndarray
-    events: list[tuple]
+    events: list[tuple] | tuple
     sessions: int
     state: np.ndarray | None = None
     priority: np.ndarray | None = None
@@ -648,21 +648,36 @@ def result_of(c: Compiled, sim: RunRecord) -> Result:
     })
     for r, name in enumerate(p.resource_names):
         tasks[name] = p.task_request[task_ids, r] / _UNIT.get(name, 1000.0)
-    ev = sim.events
+    time, kind, job, task, node, reason, message = _event_columns(sim.events)
     events = pd.DataFrame({
-        "time": [e[0] for e in ev],
-        "kind": [e[1] for e in ev],
-        "job": [p.job_names[e[2]] for e in ev],
-        "task": [p.task_names[e[3]] if e[3] >= 0 else "" for e in ev],
-        "node": [p.node_names[e[4]] if e[4] >= 0 else "" for e in ev],
-        "reason": [e[5] for e in ev],
-        "message": [e[6] for e in ev],
+        "time": time, "kind": kind, "job": _named(p.job_names, job), "task": _named(p.task_names, task),
+        "node": _named(p.node_names, node), "reason": reason, "message": message,
     })
     tasks = tasks[TASK_COLUMNS + list(p.resource_names)]
     jobs, events = jobs[JOB_COLUMNS], events[EVENT_COLUMNS]
     info = {"sessions": sim.sessions, "horizon": c.horizon, "gpus": float(p.node_allocatable[:, gpu].sum() / 1000.0)
             if gpu else 0.0, "nodes": p.n_nodes}
     return Result(scenario=scenario, jobs=jobs, tasks=tasks, events=events, info=info)
+
+
+def _event_columns(events: list[tuple] | tuple) -> tuple:
+    """RunRecord.events as seven columns: the rows a Simulation logs are turned around; the
+    numba core hands its columns over as they are (time and index columns as arrays)."""
+    if not len(events) or not len(events[0]):
+        return ([],) * 7
+    if not isinstance(events, list):
+        return events
+    columns = [list(column) for column in zip(*events)]
+    for k in (2, 3, 4):
+        columns[k] = np.asarray(columns[k], np.int64)
+    return tuple(columns)
+
+
+def _named(names: tuple[str, ...], index: np.ndarray | list) -> np.ndarray | list:
+    """Object names for indices, "" for -1 (no task, no node)."""
+    if not len(index):
+        return []
+    return np.array(names + ("",), object)[np.asarray(index, np.int64)]
 
 
 _UNIT = {"memory": 1.0, "pods": 1.0}

@@ -31,6 +31,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
     classes = {p.name for p in scenario.priority_classes}
     nodes = {name for pool in scenario.cluster.pools for name in pool.node_names()}
     seen: dict[tuple[str, str], int] = {}
+    fitting: set[tuple] = set()
     for i, job in enumerate(scenario.jobs):
         key = (job.namespace, job.name)
         if key in seen:
@@ -38,7 +39,13 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
         seen[key] = i
         _check_refs(f"jobs[{i}]", job, namespaces, queues, classes)
         for k, task in enumerate(job.tasks):
+            shape = (tuple(sorted((n, str(v)) for n, v in task.resources.items())),
+                     tuple(sorted(task.node_selector.items())))
+            if not task.tolerations and shape in fitting:
+                continue  # the same pod shape (no tolerations) fitted a pool already
             _check_fit(f"jobs[{i}].tasks[{k}]", task.resources, task, scenario.cluster.pools)
+            if not task.tolerations:
+                fitting.add(shape)
         if job.status is not None:
             for role, placed in job.status.running.items():
                 for n, node in enumerate(placed):

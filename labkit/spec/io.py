@@ -165,7 +165,8 @@ def resolve(scenario: Scenario) -> Scenario:
     if scenario.scheduler.section is None:
         name = scenario.scheduler.policy or "volcano-shipped"
         behind = policy_scheduler(name).model_dump(mode="json", by_alias=True, exclude_unset=True)
-        sched.update(behind)
+        own = {k: sched[k] for k in ("queueingStrategy",) if k in sched}
+        sched.update({**behind, **own})
     sched.setdefault("schedulePeriod", scenario.scheduler.schedule_period)
     return validate(data)
 
@@ -176,7 +177,14 @@ def scheduler_of(scenario: Scenario) -> Scheduler:
     if sched.section is not None:
         return sched
     behind = policy_scheduler(sched.policy or "volcano-shipped")
-    return behind.model_copy(update={"schedule_period": sched.schedule_period})
+    update = {"schedule_period": sched.schedule_period}
+    if sched.queueing_strategy is not None:  # the scenario's own choice beats the policy's
+        update["queueing_strategy"] = sched.queueing_strategy
+    merged = behind.model_copy(update=update)
+    if merged.queueing_strategy == "StrictFIFO" and merged.section != "conf":
+        raise SpecError("scheduler.queueingStrategy", f"applies to a Volcano conf; policy {sched.policy!r} "
+                        f"is a {merged.section} policy")
+    return merged
 
 
 def conf_of(scenario: Scenario) -> SchedulerConf:

@@ -778,12 +778,20 @@ class Scheduler(Model):
     kueue: KueueConfiguration | None = None
     kube: KubeSchedulerConfiguration | None = None
     schedule_period: PositiveDuration = 1
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] | None = None
+    """How allocate treats a queue's first job that cannot be placed: BestEffortFIFO (Volcano's
+    allocate: skip it, try the jobs behind it) or StrictFIFO (the queue stops there for the rest
+    of the session: head-of-line blocking, Kueue's name for it). Volcano confs only; None = the
+    named policy's, else BestEffortFIFO."""
 
     @model_validator(mode="after")
     def _one_section(self) -> Scheduler:
         given = [name for name in ("conf", "slurm", "kueue", "kube") if getattr(self, name) is not None]
         if len(given) > 1:
             raise ValueError(f"give one of conf, slurm, kueue or kube, not {' and '.join(given)}")
+        if self.queueing_strategy == "StrictFIFO" and given and given[0] != "conf":
+            raise ValueError(f"queueingStrategy applies to a Volcano conf, not to {given[0]} "
+                             "(Kueue sets it per ClusterQueue; Slurm's sched/builtin is strict already)")
         return self
 
     @property
