@@ -12,6 +12,7 @@ from labkit.cli import main
 from labkit.errors import LabkitError, SpecError
 from labkit.slurm.conf import (
     Ports,
+    backfill_grid,
     needs_slurmdbd,
     render,
     scheduler_parameters,
@@ -113,6 +114,15 @@ def test_scheduling_interval_is_the_backfill_interval_or_the_batch_delay():
     assert scheduling_interval(backfill, 1) == 5      # bf_interval=5 > batch_sched_delay (3)
     assert scheduling_interval(builtin, 1) == 3       # no backfill: the main scheduler's batch_sched_delay
     assert scheduling_interval(backfill, 2) == 3 * 2  # 5/2 -> 3 real seconds = 6 scenario seconds
+
+
+def test_a_backfill_run_starts_on_the_bf_resolution_grid():
+    """Slurm floors reservation times to bf_resolution on the epoch: started at second 56 of a minute,
+    A's end (t0 + 120 s) floors to t0 + 64 s, before C's (t0 + 5 + 60 s), and C is never backfilled."""
+    scenario, backfill = slurm_scenario(labkit.load(ROOT / "examples" / "slurm-backfill.yaml"))
+    _, builtin = slurm_scenario(scenario, "slurm-builtin")
+    assert backfill_grid(backfill, 1) == 60 and backfill_grid(backfill, 2) == 30  # bf_resolution 60 s, scaled
+    assert backfill_grid(builtin, 1) == 1  # no reservations: any whole second
 
 
 def _scenario(**extra) -> labkit.Scenario:

@@ -190,6 +190,15 @@ def scheduling_interval(conf: SlurmConf, time_scale: float) -> float:
     return delay * time_scale
 
 
+def backfill_grid(conf: SlurmConf, time_scale: float) -> int:
+    """Real seconds of the grid backfill floors reservation times to (bf_resolution, scaled), 1 when
+    backfill is off. Slurm floors epoch times, the simulator scenario times: a run that starts on the
+    grid makes the two agree."""
+    if conf.scheduler_type != "sched/backfill":
+        return 1
+    return int(scheduler_parameters(conf, time_scale).get("bf_resolution", SECONDS_PARAMETERS["bf_resolution"]))
+
+
 def _value(value: object) -> str:
     if isinstance(value, bool):
         return "YES" if value else "NO"

@@ -4,7 +4,9 @@
 runs (StartTime, EndTime, NodeList and the `Scheduler` that started it: Main or Backfill), its
 pending reasons as they change, and its requeues (`Restarts` going up: the run ends then, an
 eviction). `Recorder.result()` turns that into the simulator's tables, in scenario seconds:
-`(t - t0) * time_scale`, t0 being the whole second the run began at. Slurm's times have one-second
+`(t - t0) * time_scale`, t0 being the whole second the run began at; under sched/backfill the run
+waits for the next multiple of the (scaled) bf_resolution, since Slurm floors reservation times on
+the epoch's grid and the simulator on the scenario's. Slurm's times have one-second
 resolution, so they are exact to `time_scale` scenario seconds; pending reasons and requeues carry
 the time they were seen (poll interval 0.5 s).
 
@@ -29,7 +31,7 @@ from ..spec.model import SlurmConf
 from ..spec.quantity import parse_duration, parse_quantity
 from . import parse
 from .cluster import ALREADY_UP, Cluster, require_slurm, up
-from .conf import SlurmJob, scheduling_interval, slurm_jobs
+from .conf import SlurmJob, backfill_grid, scheduling_interval, slurm_jobs
 
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL",
                           "DEADLINE", "OUT_OF_MEMORY"})
@@ -232,7 +234,10 @@ def run(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float
     queued = parse.queue(cluster.command("squeue", "-h", "-o", "%i"))
     if queued:
         raise LabkitError(f"{len(queued)} job(s) already in the queue of {cluster.dir}: scancel them first")
-    t0 = float(math.ceil(time.time()))
+    grid = backfill_grid(conf, time_scale)
+    t0 = float(math.ceil(time.time() / grid) * grid)
+    if t0 - time.time() > 1:
+        tell(f"starting in {t0 - time.time():.0f} s, on the {grid} s grid backfill rounds reservations to")
     begin = t0 + SUBMIT_MARGIN
     recorder = Recorder(scenario, jobs, t0, time_scale, scheduling_interval(conf, time_scale))
     horizon = parse_duration(scenario.horizon) / time_scale if scenario.horizon is not None else math.inf
