@@ -57,7 +57,7 @@ def generate(load: Workload, seed: int | list[int]) -> list[dict]:
         t += rng.exponential(interval) if load.arrival.process == "poisson" else (interval if jobs else 0.0)
         if t >= end:
             break
-        gpus = int(round(sample(load.gpus, rng)))
+        gpus = round(sample(load.gpus, rng))
         duration = max(1.0, round(sample(load.duration, rng)))
         replicas, pod = load.pod_shape(gpus)
         job: dict = {
@@ -87,7 +87,7 @@ def _quantities(pod: dict[str, float]) -> dict[str, str | int | float]:
         if name == "memory" and value % 2**30 == 0:
             out[name] = f"{int(value // 2**30)}Gi"
         elif name == "cpu" and value != int(value):
-            out[name] = f"{int(round(value * 1000))}m"
+            out[name] = f"{round(value * 1000)}m"
         else:
             out[name] = int(value) if value == int(value) else value
     return out
