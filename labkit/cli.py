@@ -92,7 +92,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .engine.simulate import simulate
 
-    result = simulate(_scenario(args), policy=args.policy, engine=args.engine)
+    result = simulate(_scenario(args), policy=args.policy, engine=args.engine, progress=sys.stderr.isatty())
     summary = result.summary()
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:
+        print("labkit: interrupted", file=sys.stderr)
         return 130
 
 

@@ -11,6 +11,7 @@ from scenarios import engine_scenarios, scenarios
 
 import labkit
 from labkit import spec
+from labkit.course import cases
 from labkit.engine import core
 from labkit.engine.reference import run_session
 from labkit.errors import LabkitError, SpecError
@@ -127,6 +128,24 @@ def test_small_buffers_grow_and_give_the_same_run():
     whole, grown = core.run(compiled, static), core.run(compiled, static, scale=0.01)
     assert all(np.array_equal(a, b) for a, b in zip(grown.events, whole.events, strict=True))
     assert np.array_equal(grown.runs, whole.runs, equal_nan=True)
+
+
+def test_a_run_cut_into_single_steps_is_the_same_run(monkeypatch):
+    """The jitted loop returns to Python between calls (progress, Ctrl-C); cut after every step
+    (an instant's events or a session), the run is the one of a single call."""
+    compiled, static, missing = core.prepare(cases.case_study())
+    assert missing is None
+    whole = core.run(compiled, static)
+    monkeypatch.setattr(core, "FIRST_STEPS", 1)
+    monkeypatch.setattr(core, "STEP_SECONDS", 0.0)
+    seen = []
+    cut = core.run(compiled, static, progress=lambda done, jobs, now: seen.append((done, jobs, now)))
+    assert all(np.array_equal(a, b) for a, b in zip(cut.events, whole.events, strict=True))
+    assert np.array_equal(cut.runs, whole.runs, equal_nan=True) and cut.sessions == whole.sessions
+    assert len(seen) >= whole.sessions  # one call per step, each step told
+    done, jobs, now = map(np.array, zip(*seen))
+    assert (np.diff(done) >= 0).all() and (np.diff(now) >= 0).all() and set(jobs) == {compiled.problem.n_jobs}
+    assert done[-1] <= cut.done.sum() and now[-1] <= cut.events[0][-1]
 
 
 def head_of_line(strategy: str | None) -> spec.Scenario:

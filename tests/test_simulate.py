@@ -117,3 +117,38 @@ def test_cycle_on_a_snapshot():
     decided = labkit.cycle(spec.validate(snap))
     assert len(decided.evicted()) == 2 and not decided.binds()
     assert decided.phases()["default/b0"] == "Inqueue"
+
+
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_progress_is_told_and_ctrl_c_stops_the_run(engine, monkeypatch):
+    """Both engines tell a progress callback (jobs done, jobs, simulated seconds) as they go, and a
+    KeyboardInterrupt raised there (where Ctrl-C lands) stops the run."""
+    from labkit.course import cases
+    from labkit.engine import core
+    from labkit.engine import simulate as simulate_module
+
+    monkeypatch.setattr(core, "FIRST_STEPS", 1)
+    monkeypatch.setattr(simulate_module, "PROGRESS_SECONDS", 0.0)
+    scenario = cases.case_study()
+    seen = []
+    result = labkit.simulate(scenario, engine=engine, progress=lambda *told: seen.append(told))
+    assert seen and seen[-1][1] == len(result.jobs) and seen[-1][0] <= (result.jobs.state == "Completed").sum()
+
+    def interrupt(done, jobs, now):
+        if now > 3600:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        labkit.simulate(scenario, engine=engine, progress=interrupt)
+
+
+def test_ctrl_c_in_the_cli_is_one_line_and_exit_130(monkeypatch, capsys):
+    from labkit.cli import main
+    from labkit.engine import simulate as simulate_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(simulate_module, "simulate", interrupted)
+    assert main(["simulate", "--preset", "fragmentation"]) == 130
+    assert capsys.readouterr().err == "labkit: interrupted\n"

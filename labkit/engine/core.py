@@ -24,12 +24,14 @@ the key.
 from __future__ import annotations
 
 import gc
+import time
 from collections import OrderedDict, namedtuple
 from contextlib import contextmanager
 
 import numpy as np
 
 from ..errors import LabkitError
+from ..progress import Progress
 from ..spec import Scenario, scheduler_of
 from .compile import Compiled, compile_scenario
 from .core_state import (
@@ -144,6 +146,7 @@ MUTABLE = {
     "start_mark": ("J", False, B), "to_start": ("J", 0, I), "h_time": ("H", 0, F), "h_key": ("H 3", 0, I),
     "ev_time": ("E", 0, F), "ev_int": ("E 7", 0, I32), "runs": ("K 5", np.nan, F), "ints": ("X", 0, I),
     "score_key": ("N 4", -1, I), "score_version": ("N 4", -1, I), "score_value": ("N 4", 0, F),
+    "clock": ("4", 0, F),
     # one session's scratch (core_actions, core_plugins)
     "s_phase": ("J", 0, I8), "sp_mark": ("J", -1, I), "new_phase": ("J", 0, I8), "closed": ("J", 0, I),
     "candidates": ("J", 0, I), "fit": ("T", False, B), "fit_tasks": ("T", 0, I), "fit_start": ("T", 0, I),
@@ -385,8 +388,12 @@ def paused_gc():
             gc.enable()
 
 
-def run(compiled: Compiled, static: dict, scale: float = 1.0) -> RunRecord:
-    """Run the compiled scenario on the numba core (buffers sized by ``scale``, grown on need)."""
+def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress | None = None) -> RunRecord:
+    """Run the compiled scenario on the numba core (buffers sized by ``scale``, grown on need).
+
+    The jitted loop returns to Python every few tenths of a second of work (:data:`STEP_SECONDS`):
+    there ``progress(jobs done, jobs, simulated time)`` is called and Ctrl-C (KeyboardInterrupt)
+    is raised, which jitted code cannot see."""
     from .core_clock import run as run_core
 
     if compiled.problem.policy.family == Family.SLURM:
@@ -398,12 +405,24 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0) -> RunRecord:
         if len(mutable["ev_time"]) > MAX_EVENTS:
             raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods evicting "
                               "each other for ever?): give the scenario a horizon")
-        run_core(CoreFields(**static, **mutable))
+        fields, budget = CoreFields(**static, **mutable), FIRST_STEPS
+        while True:
+            began = time.perf_counter()
+            if run_core(fields, budget):
+                break
+            took = time.perf_counter() - began
+            budget = max(1, int(budget * min(4.0, STEP_SECONDS / max(took, 1e-6))))
+            if progress is not None:
+                progress(int(mutable["done"].sum()), len(mutable["done"]), float(mutable["clock"][0]))
         if not mutable["ints"][I_OVERFLOW]:
             return _record(compiled, mutable)
         scale *= 4
 
 
+FIRST_STEPS = 50_000
+"""Steps (an instant's events or a session) of the first call: a course scenario ends within it."""
+STEP_SECONDS = 0.25
+"""Wall time the later calls aim at."""
 MAX_EVENTS = 200_000_000
 """Where a run that never ends (no horizon, a preemption cycle) stops growing its buffers."""
 

@@ -418,20 +418,30 @@ def session_once(s, now):
 
 
 @njit(cache=True)
-def run(fields):
-    """The whole run of a compiled scenario (Simulation.run): events in time order, sessions on
-    the grid one period after the last, until nothing is left to do or the horizon."""
+def run(fields, budget):
+    """The run of a compiled scenario (Simulation.run): events in time order, sessions on the
+    grid one period after the last, until nothing is left to do or the horizon. At most `budget`
+    steps (an instant's events, or a session) per call: the clock is kept in ``s.clock`` (now,
+    last session, dirty, begun), so the next call goes on where this one stopped and the run is
+    the same however it is cut. True when the run is over."""
     s = state_new(fields)
-    for j in range(s.j_submit.size):
-        push_event(s, s.j_submit[j], ARRIVAL, j, 0)
+    if s.clock[3] == 0.0:
+        for j in range(s.j_submit.size):
+            push_event(s, s.j_submit[j], ARRIVAL, j, 0)
+        s.clock[0], s.clock[1], s.clock[2], s.clock[3] = 0.0, -math.inf, 0.0, 1.0
     period, horizon = s.period, s.horizon
-    dirty, now, last_session = False, 0.0, -math.inf
+    now, last_session, dirty = s.clock[0], s.clock[1], s.clock[2] != 0.0
+    over = True
     while s.ints[I_OVERFLOW] == 0:
         t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
         t_session = max(math.ceil(now / period - 1e-9) * period, last_session + period) if dirty else math.inf
         first = min(t_event, t_session)
         if first > horizon or first == math.inf:
             break
+        if budget <= 0:
+            over = False
+            break
+        budget -= 1
         if t_event <= t_session:
             now = t_event
             while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
@@ -440,4 +450,6 @@ def run(fields):
         else:
             now = last_session = t_session
             dirty = session_once(s, now)
+    s.clock[0], s.clock[1], s.clock[2] = now, last_session, 1.0 if dirty else 0.0
     state_free(s)
+    return over

@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from .. import spec
+from ..progress import Progress, progress_bar
 from ..results import EVENT_COLUMNS, JOB_COLUMNS, TASK_COLUMNS, Result
 from ..spec import Scenario
 from .compile import Compiled
@@ -64,6 +66,8 @@ is a transition the session has scheduled (a PodsReady timeout, a backoff's end)
 TIMER due has not settled. TIMEOUT is a job reaching its time limit."""
 
 Session = Callable[[Problem, State], Decisions]
+PROGRESS_SECONDS = 0.25
+"""How often a long reference run reports its progress."""
 
 
 @dataclass
@@ -118,18 +122,22 @@ class Simulation:
 
     # ---------------------------------------------------------------------------- the loop
 
-    def run(self) -> Trace:
+    def run(self, progress: Progress | None = None) -> Trace:
         """Advance the clock event by event and session by session until nothing is left to do
         (or the horizon is reached). An action runs after a change: at the instant of an event if
         it runs on events, else on its period's grid, at least one period after its last run
-        (Volcano: every action on the schedulePeriod grid)."""
+        (Volcano: every action on the schedulePeriod grid). `progress` gets (jobs done, jobs,
+        simulated seconds) every few tenths of a second."""
         policy, horizon = self.p.policy, self.c.horizon
         n = len(policy.actions)
         period = np.full(n, self.c.schedule_period) if policy.action_period is None else policy.action_period
         on_event = np.zeros(n, bool) if policy.action_on_event is None else policy.action_on_event
         dirty, evented, last = np.zeros(n, bool), np.zeros(n, bool), np.full(n, -math.inf)
-        now = 0.0
+        now, told = 0.0, time.perf_counter()
         while True:
+            if progress is not None and time.perf_counter() - told > PROGRESS_SECONDS:
+                progress(int(self.done.sum()), len(self.done), now)
+                told = time.perf_counter()
             t_event = self.heap[0][0] if self.heap else math.inf
             grid = np.maximum(np.ceil(now / period - 1e-9) * period + 0.0, last + period)  # + 0.0: no -0.0
             due_at = np.where(dirty, np.where(on_event & evented, now, grid), math.inf)
@@ -685,7 +693,7 @@ _UNIT = {"memory": 1.0, "pods": 1.0}
 
 
 def simulate(scenario: Scenario, policy: str | None = None, session: Session | None = None,
-             engine: str = "auto") -> Result:
+             engine: str = "auto", progress: bool | Progress = False) -> Result:
     """Run a scenario on the simulated clock and return its Result.
 
     `policy` replaces the scenario's scheduler policy by a named preset (`labkit presets`).
@@ -693,6 +701,9 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
     scenario uses, else the reference engine; "numba" insists on the core (an error otherwise);
     "reference" runs the reference engine. `session`, a custom one-session function, runs on the
     reference clock. `Result.info["engine"]` says which engine ran (and why, on a fallback).
+    `progress`: True shows a progress bar of jobs done (tqdm; a widget in a notebook) when the run
+    takes more than a second; a callable gets (jobs done, jobs, simulated seconds) every few tenths
+    of a second. Ctrl-C stops a run of either engine (KeyboardInterrupt).
     """
     from ..errors import LabkitError
     from .compile import compile_scenario
@@ -712,8 +723,9 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
         if prepared is not None:
             compiled, static, missing = prepared
             if missing is None:
-                with core.paused_gc():
-                    result = result_of(compiled, core.run(compiled, static))
+                with core.paused_gc(), progress_bar(progress, compiled.problem.n_jobs) as tell:
+                    record = core.run(compiled, static, progress=tell)
+                    result = result_of(compiled, record)
                 result.info["engine"] = "numba"
                 return result
             if engine == "numba":
@@ -726,7 +738,8 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
             return simulate_kueue(scenario)
         compiled = compile_scenario(scenario)
     sim = Simulation(compiled, session or run_session)
-    sim.run()
+    with progress_bar(progress, compiled.problem.n_jobs) as tell:
+        sim.run(tell)
     result = result_of(compiled, record_of(sim))
     result.info["engine"] = ran
     return result
