@@ -133,6 +133,7 @@ def test_progress_is_told_and_ctrl_c_stops_the_run(engine, monkeypatch):
     seen = []
     result = labkit.simulate(scenario, engine=engine, progress=lambda *told: seen.append(told))
     assert seen and seen[-1][1] == len(result.jobs) and seen[-1][0] <= (result.jobs.state == "Completed").sum()
+    pd.testing.assert_frame_equal(labkit.simulate(scenario, engine=engine, progress=True).jobs, result.jobs)  # tqdm
 
     def interrupt(done, jobs, now):
         if now > 3600:
