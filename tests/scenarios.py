@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import strategies as st
 
+import labkit
 from labkit import spec
 from labkit.results import Result
 from labkit.spec.quantity import parse_duration, parse_quantity
@@ -58,6 +59,18 @@ def scenarios(draw, max_jobs: int = 10) -> spec.Scenario:
         jobs.append(job)
     return spec.validate({"name": "random", "cluster": {"pools": pools}, "queues": queues,
                           "priorityClasses": classes, "jobs": jobs, "scheduler": _conf(draw(st.sampled_from(POLICIES)))})
+
+
+def assert_same(scenario: spec.Scenario, policy: str | None = None) -> tuple[Result, Result]:
+    """The numba core and the reference engine give identical jobs, tasks and events tables."""
+    fast = labkit.simulate(scenario, policy, engine="numba")
+    slow = labkit.simulate(scenario, policy, engine="reference")
+    assert (fast.info["engine"], slow.info["engine"]) == ("numba", "reference")
+    pd.testing.assert_frame_equal(fast.jobs, slow.jobs)
+    pd.testing.assert_frame_equal(fast.tasks, slow.tasks)
+    pd.testing.assert_frame_equal(fast.events, slow.events)
+    assert fast.info["sessions"] == slow.info["sessions"]
+    return fast, slow
 
 
 # ------------------------------------------------------------------------------------------- invariants

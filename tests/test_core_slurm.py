@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scenarios import slurm_scenarios
+from scenarios import assert_same, slurm_scenarios
 
 import labkit
 from labkit import spec
@@ -21,17 +20,6 @@ from labkit.errors import LabkitError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
-
-
-def assert_same(scenario: spec.Scenario) -> tuple[labkit.Result, labkit.Result]:
-    fast = labkit.simulate(scenario, engine="numba")
-    slow = labkit.simulate(scenario, engine="reference")
-    assert (fast.info["engine"], slow.info["engine"]) == ("numba", "reference")
-    pd.testing.assert_frame_equal(fast.jobs, slow.jobs)
-    pd.testing.assert_frame_equal(fast.tasks, slow.tasks)
-    pd.testing.assert_frame_equal(fast.events, slow.events)
-    assert fast.info["sessions"] == slow.info["sessions"]
-    return fast, slow
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=QUIET)

@@ -181,6 +181,10 @@ def unsupported(compiled: Compiled) -> str | None:
         from .core_slurm import unsupported as slurm_unsupported
 
         return slurm_unsupported(compiled)
+    if policy.family == Family.KUBE:
+        from .core_kube import unsupported as kube_unsupported
+
+        return kube_unsupported(compiled)
     if policy.family != Family.VOLCANO:
         return f"{Family(policy.family).name.lower()} policies"
     if policy.action_period is not None or policy.pods_at_submit or compiled.quotas is not None:
@@ -319,6 +323,10 @@ def static_arrays(c: Compiled) -> dict:
         from .core_slurm import slurm_arrays
 
         arrays.update(slurm_arrays(c))
+    if p.policy.family == Family.KUBE:
+        from .core_kube import kube_arrays
+
+        arrays.update(kube_arrays(c))
     return arrays
 
 
@@ -400,6 +408,10 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
         from .core_slurm import run as run_slurm
 
         return run_slurm(compiled, static, scale)
+    if compiled.problem.policy.family == Family.KUBE:
+        from .core_kube import run as run_kube
+
+        return run_kube(compiled, static, scale)
     while True:
         mutable = mutable_arrays(static, scale)
         if len(mutable["ev_time"]) > MAX_EVENTS:

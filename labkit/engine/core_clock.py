@@ -64,6 +64,7 @@ from .core_state import (
     RELEASING,
     RUNNING,
     SUCCEEDED,
+    WAKE,
     inlined,
     jit,
     state_free,
@@ -313,12 +314,12 @@ def stop_work(s, now, j):
 
 
 @jit
-def evict(s, now, t, action, ref):
-    """An eviction the session committed; below minAvailable the job restarts (RestartJob)."""
+def evict(s, now, t, msg, a, b):
+    """An eviction the session committed, logged with message ``msg`` (a, b); below minAvailable
+    the job restarts (RestartJob)."""
     j = s.t_job[t]
     s.evictions[j] += 1
-    msg = MSG_PREEMPTED_BY if action == PREEMPT else MSG_RECLAIMED_BY
-    log(s, now, EV_EVICTED, j, t, s.node[t], msg, ref, 0)
+    log(s, now, EV_EVICTED, j, t, s.node[t], msg, a, b)
     if s.status[t] == RELEASING:
         return  # its job's restart, for an earlier eviction of this session, already deletes it
     terminate(s, now, t)
@@ -366,6 +367,22 @@ def arrive(s, now, j):
 
 
 @jit
+def quiet(s):
+    """Only wake-ups are left on the heap, no job's work runs and no pod terminates: a later
+    session would repeat the last one (simulate.Simulation._settled)."""
+    for h in range(s.ints[I_HEAP]):
+        if s.h_key[h, 0] != WAKE:
+            return False
+    for j in range(s.done.size):
+        if not s.done[j] and not math.isnan(s.run_start[j]):
+            return False
+    for t in range(s.status.size):
+        if s.status[t] == RELEASING:
+            return False
+    return True
+
+
+@jit
 def apply_event(s, now, slot):
     kind, index, version = s.h_key[slot, 0], s.h_key[slot, 1], s.h_key[slot, 2]
     if kind == ARRIVAL:
@@ -391,7 +408,8 @@ def session_once(s, now):
     for k in range(s.ints[I_BINDS]):
         bind(s, now, s.binds[k, 0], s.binds[k, 4], s.binds[k, 1], s.binds[k, 2], s.binds[k, 3])
     for k in range(s.ints[I_EVICTS]):
-        evict(s, now, s.evicts[k, 0], s.evicts[k, 1], s.evicts[k, 2])
+        msg = MSG_PREEMPTED_BY if s.evicts[k, 1] == PREEMPT else MSG_RECLAIMED_BY
+        evict(s, now, s.evicts[k, 0], msg, s.evicts[k, 2], 0)
     for k in range(n_pipelined):
         t, n = s.pipelined[k], s.pipelined_on[k]
         if s.pip_on[t] != n:

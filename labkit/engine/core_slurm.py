@@ -37,6 +37,7 @@ from .core_clock import (
     log,
     pop_event,
     push_event,
+    quiet,
     released,
     stop_work,
     terminate,
@@ -69,6 +70,7 @@ from .core_state import (
     RELEASED,
     RELEASING,
     RUNNING,
+    WAKE,
     jit,
     state_free,
     state_new,
@@ -88,8 +90,8 @@ from .slurm import (
 
 # -------------------------------------------------------------------------------- codes
 
-WAKE, TIMEOUT = 3, 4
-"""Clock events after core_state's ARRIVAL, RELEASED, FINISH (simulate.py's order)."""
+TIMEOUT = 4
+"""The clock event after core_state's ARRIVAL, RELEASED, FINISH, WAKE (simulate.py's order)."""
 SCHED = int(SlurmAction.SCHED)
 OFF, CANCEL, REQUEUE, SUSPEND = (int(m) for m in (PreemptMode.OFF, PreemptMode.CANCEL, PreemptMode.REQUEUE,
                                                   PreemptMode.SUSPEND))
@@ -1105,18 +1107,11 @@ def apply_event(s, now, slot):
 
 @jit
 def settled(s, now):
-    """Only wake-ups are left, no job's work runs, no pod terminates and no job waits for its
-    BeginTime (simulate.Simulation._settled)."""
-    for h in range(s.ints[I_HEAP]):
-        if s.h_key[h, 0] != WAKE:
-            return False
+    """:func:`core_clock.quiet` and no job waits for its BeginTime (simulate.Simulation._settled)."""
+    if not quiet(s):
+        return False
     for j in range(s.done.size):
-        if not s.done[j] and not math.isnan(s.run_start[j]):
-            return False
         if s.eligible[j] > now:
-            return False
-    for t in range(s.status.size):
-        if s.status[t] == RELEASING:
             return False
     return True
 

@@ -79,6 +79,10 @@ UNSCHEDULABLE, UNRESOLVABLE = 1, 2
 """Filter status codes: Unschedulable (preemption may help), UnschedulableAndUnresolvable."""
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_ELIGIBLE_NEVER = "preemption: not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "preemption: not eligible due to a terminating pod on the nominated node."
+UNRESERVED = "rejection in Unreserve"
+OPTIMISTIC = "optimistic rejection in PostFilter"
 
 
 # ------------------------------------------------------------------------------------ compile
@@ -143,16 +147,20 @@ class ResourceQuotas:
     """The namespaces' ResourceQuotas as the API server's admission checks each pod creation
     (``apiserver/pkg/admission/plugin/resourcequota/controller.go checkRequest``).
 
-    ``names`` (Qn,) the quota of each tenant (named after it); ``keys`` (K,) tracked keys
+    Amounts are whole milli-units (millicores, millibytes, millipods), as ``resource.Quantity``
+    keeps them exact: sums do not depend on the order pods are added in.
+
+    ``names`` (Qn,) the quota of each tenant (named after it); ``keys`` (K,) tracked keys, sorted
     (``pods``, ``requests.<r>`` (``cpu``/``memory`` alone mean requests), ``limits.<r>``);
-    ``hard`` (Qn, K) NaN = that quota does not track the key; ``job_quota`` (J,) the quota of a
-    job's namespace, -1 = none; ``task_usage`` (T, K) what a pod counts in base units (cores,
-    bytes, counts); ``task_unset`` (T, K) a compute key the pod's containers leave unset.
+    ``hard`` (Qn, K) int64 and ``tracked`` (Qn, K) bool, whether that quota tracks the key;
+    ``job_quota`` (J,) the quota of a job's namespace, -1 = none; ``task_usage`` (T, K) int64 what a
+    pod counts; ``task_unset`` (T, K) a compute key the pod's containers leave unset.
     """
 
     names: tuple[str, ...]
     keys: tuple[str, ...]
     hard: np.ndarray
+    tracked: np.ndarray
     job_quota: np.ndarray
     task_usage: np.ndarray
     task_unset: np.ndarray
@@ -165,20 +173,28 @@ class ResourceQuotas:
         q = int(self.job_quota[self.task_job[t]])
         if q < 0:
             return None
-        tracked = ~np.isnan(self.hard[q])
+        mine = counted & (self.job_quota[self.task_job] == q)
+        return self.refusal(t, self.task_usage[mine].sum(axis=0))
+
+    def must_specify(self, t: int) -> bool:
+        """The pod leaves a compute key its quota tracks unset: refused whatever the usage."""
+        return bool((self.tracked[self.job_quota[self.task_job[t]]] & self.task_unset[t]).any())
+
+    def refusal(self, t: int, used: np.ndarray) -> str | None:
+        """The 403 message for pod ``t`` of a namespace with a quota, whose counted pods use ``used``
+        (K,), or None."""
+        q = int(self.job_quota[self.task_job[t]])
+        tracked = self.tracked[q]
         unset = [self.keys[k] for k in np.flatnonzero(tracked & self.task_unset[t])]
         if unset:
             return f'pods "{self.task_pod[t]}" is forbidden: failed quota: {self.names[q]}: must specify {",".join(unset)}'
-        mine = counted & (self.job_quota[self.task_job] == q)
-        used = self.task_usage[mine].sum(axis=0)
         request = self.task_usage[t]
-        over = [k for k in np.flatnonzero(tracked) if used[k] + request[k] > self.hard[q, k] + 1e-9]
+        over = [k for k in np.flatnonzero(tracked) if used[k] + request[k] > self.hard[q, k]]
         if not over:
             return None
 
         def listing(values: np.ndarray) -> str:
-            return ",".join(f"{self.keys[k]}={format_quantity(self.keys[k], values[k])}"
-                            for k in sorted(over, key=lambda k: self.keys[k]))
+            return ",".join(f"{self.keys[k]}={format_quantity(self.keys[k], values[k] / 1000)}" for k in over)
 
         return (f'pods "{self.task_pod[t]}" is forbidden: exceeded quota: {self.names[q]}, '
                 f"requested: {listing(request)}, used: {listing(used)}, limited: {listing(self.hard[q])}")
@@ -191,30 +207,37 @@ def resource_quotas(tenants: list[Tenant], job_namespaces: list[str], pods: list
     if not with_quota:
         return None
     keys = sorted({_quota_key(k) for t in with_quota for k in t.resource_quota.hard if _quota_key(k)})
-    hard = np.full((len(with_quota), len(keys)), np.nan)
+    hard = np.zeros((len(with_quota), len(keys)), np.int64)
+    tracked = np.zeros((len(with_quota), len(keys)), bool)
     for q, tenant in enumerate(with_quota):
         for key, value in tenant.resource_quota.hard.items():
             if _quota_key(key):
-                hard[q, keys.index(_quota_key(key))] = parse_quantity(value)
+                k = keys.index(_quota_key(key))
+                hard[q, k], tracked[q, k] = _milli(value), True
     quota_of = {t.ns: q for q, t in enumerate(with_quota)}
-    usage = np.zeros((len(pods), len(keys)))
+    usage = np.zeros((len(pods), len(keys)), np.int64)
     unset = np.zeros((len(pods), len(keys)), bool)
     for i, (_, _, requests, limits) in enumerate(pods):
         for k, key in enumerate(keys):
             kind, _, resource = key.partition(".")
             if key == "pods":
-                usage[i, k] = 1.0
+                usage[i, k] = 1000
                 continue
             values = requests if kind == "requests" else limits
             if resource in values:
-                usage[i, k] = parse_quantity(values[resource])
+                usage[i, k] = _milli(values[resource])
             elif resource in ("cpu", "memory", "ephemeral-storage"):
                 unset[i, k] = True  # compute resources must be set when a quota tracks them
     return ResourceQuotas(
-        names=tuple(t.name for t in with_quota), keys=tuple(keys), hard=hard,
+        names=tuple(t.name for t in with_quota), keys=tuple(keys), hard=hard, tracked=tracked,
         job_quota=np.array([quota_of.get(ns, -1) for ns in job_namespaces], np.int64), task_usage=usage,
         task_unset=unset, task_pod=tuple(name for _, name, _, _ in pods),
         task_job=np.array([j for j, _, _, _ in pods], np.int64))
+
+
+def _milli(value) -> int:
+    """A quantity in whole milli-units (Kubernetes rounds a finer one up)."""
+    return math.ceil(parse_quantity(value) * 1000 - 1e-6)
 
 
 def _quota_key(key: str) -> str | None:
@@ -311,21 +334,53 @@ def fit_error(n_nodes: int, statuses: dict[int, list[str]], absent: str = "", pr
               post_filter: str = "") -> str:
     """``FitError.Error``: '0/N nodes are available:' + PreFilter message, or the sorted histogram
     of per-node reasons (nodes without a status count under ``absent``), + PostFilter message."""
+    counts: dict[str, int] = {}
+    for reasons in statuses.values():
+        for reason in reasons:
+            counts[reason] = counts.get(reason, 0) + 1
+    if absent and len(statuses) < n_nodes:
+        counts[absent] = counts.get(absent, 0) + n_nodes - len(statuses)
+    return fit_message(n_nodes, counts, pre_filter, post_filter)
+
+
+def fit_message(n_nodes: int, counts: dict[str, int], pre_filter: str = "", post_filter: str = "") -> str:
+    """:func:`fit_error` from the per-reason node counts (the numba core keeps counts, not lists)."""
     message = f"0/{n_nodes} nodes are available:"
     if pre_filter:
         message += f" {pre_filter}."
-    else:
-        counts: dict[str, int] = {}
-        for reasons in statuses.values():
-            for reason in reasons:
-                counts[reason] = counts.get(reason, 0) + 1
-        if absent and len(statuses) < n_nodes:
-            counts[absent] = counts.get(absent, 0) + n_nodes - len(statuses)
-        if counts:
-            message += " " + ", ".join(sorted(f"{v} {k}" for k, v in counts.items())) + "."
+    elif counts:
+        message += " " + ", ".join(sorted(f"{v} {k}" for k, v in counts.items() if v)) + "."
     if post_filter:
         message += f" {post_filter}"
     return message
+
+
+def pre_filter_message(pod: str, alive: int, min_member: int) -> str:
+    """Coscheduling PreFilter: the group has fewer pods than minMember."""
+    return f"pre-filter pod {pod} cannot find enough sibling pods, current pods number: {alive}, minMember of group: {min_member}"
+
+
+def group_rejected_message(group: str, pod: str) -> str:
+    """Coscheduling PostFilter: the waiting siblings were rejected."""
+    return f"PodGroup {group} gets rejected due to Pod {pod} is unschedulable even after PostFilter"
+
+
+def timeout_message(permit_wait: float) -> str:
+    return f"rejected due to timeout after waiting {go_duration(permit_wait)} at plugin Coscheduling"
+
+
+def waiting_message(node: str, assigned: int, min_member: int, group: str) -> str:
+    return f"Pod is waiting to be scheduled to node {node} ({assigned}/{min_member} of PodGroup {group})"
+
+
+def assigned_message(pod: str, node: str, group: str = "", assigned: int = 0, min_member: int = 0) -> str:
+    """The Bound event's message; a PodGroup's says how many of minMember were assigned."""
+    message = f"Successfully assigned {pod} to {node}"
+    return message + f" (PodGroup {group}: {assigned}/{min_member})" if group else message
+
+
+def preempted_message(preemptor: str, node: str) -> str:
+    return f"Preempted by pod {preemptor} on node {node}"
 
 
 def go_duration(seconds: float) -> str:
@@ -384,20 +439,15 @@ class Scheduler:
             if not expired:
                 continue
             first = expired[0]
-            wait = go_duration(self.args.permit_wait)
             for t in waiting:
-                message = (f"rejected due to timeout after waiting {wait} at plugin Coscheduling" if t is first
-                           else "rejection in Unreserve")
-                self._reject(t, message)
+                self._reject(t, timeout_message(self.args.permit_wait) if t is first else UNRESERVED)
 
     def schedule_one(self, task: TaskInfo) -> None:
         job = self.ssn.jobs[task.job]
         if self.group(task):
             alive = [t for t in job.tasks if t.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED)]
             if len(alive) < job.min_available:
-                message = (f"pre-filter pod {_pod(task)} cannot find enough sibling pods, current pods number: "
-                           f"{len(alive)}, minMember of group: {job.min_available}")
-                self.failed(task, {}, pre_filter=message)
+                self.failed(task, {}, pre_filter=pre_filter_message(_pod(task), len(alive), job.min_available))
                 return
         node, statuses = self.find_node(task)
         if node is None:
@@ -493,20 +543,19 @@ class Scheduler:
         minMember (every waiting sibling is allowed too), else Wait; other pods bind at once."""
         job = self.ssn.jobs[task.job]
         if not self.group(task):
-            self.ssn.dispatch(task, "schedule", f"Successfully assigned {task.name} to {node.name}")
+            self.ssn.dispatch(task, "schedule", assigned_message(task.name, node.name))
             return
         assigned = [t for t in job.tasks if t.node >= 0 and t.status != TaskStatus.PENDING]
         if len(assigned) >= job.min_available:
             for t in job.with_status(TaskStatus.ALLOCATED):
-                self.ssn.dispatch(t, "schedule", f"Successfully assigned {t.name} to {self.ssn.nodes[t.node].name}"
-                                                 f" (PodGroup {job.name}: {len(assigned)}/{job.min_available})")
+                self.ssn.dispatch(t, "schedule", assigned_message(t.name, self.ssn.nodes[t.node].name, job.name,
+                                                                  len(assigned), job.min_available))
                 self.waiting_since[t.index] = np.nan
             return
         if np.isnan(self.waiting_since[task.index]):
             self.waiting_since[task.index] = self.now
         self.notes.append(Note(task.job, task.index, "Waiting", "Coscheduling",
-                               f"Pod is waiting to be scheduled to node {node.name} "
-                               f"({len(assigned)}/{job.min_available} of PodGroup {job.name})"))
+                               waiting_message(node.name, len(assigned), job.min_available, job.name)))
 
     def _reject(self, task: TaskInfo, message: str) -> None:
         self.ssn._unplace(task)
@@ -541,18 +590,18 @@ class Scheduler:
         if assigned >= job.min_available or (job.min_available - assigned) / job.min_available <= 0.1:
             return ""
         for t in job.with_status(TaskStatus.ALLOCATED):
-            self._reject(t, "optimistic rejection in PostFilter")
-        return f"PodGroup {job.name} gets rejected due to Pod {_pod(task)} is unschedulable even after PostFilter"
+            self._reject(t, OPTIMISTIC)
+        return group_rejected_message(job.name, _pod(task))
 
     def preempt(self, task: TaskInfo, codes: dict[int, int]) -> tuple[bool, str]:
         """DefaultPreemption: (preempted, the 'preemption: ...' message, '' on success)."""
         if task.preempt_never:
-            return False, "preemption: not eligible due to preemptionPolicy=Never."
+            return False, NOT_ELIGIBLE_NEVER
         nominated = self.nominated.get(task.index)
         if nominated is not None and codes.get(nominated) != UNRESOLVABLE:
             node = self.ssn.nodes[nominated]
             if any(t.status == TaskStatus.RELEASING and t.priority < task.priority for t in node.tasks.values()):
-                return False, "preemption: not eligible due to a terminating pod on the nominated node."
+                return False, NOT_ELIGIBLE_TERMINATING
         potential = [n for n in self.ssn.nodes if codes.get(n.index) == UNSCHEDULABLE]
         n_nodes = len(self.ssn.nodes)
         if not potential:
@@ -575,7 +624,7 @@ class Scheduler:
         stmt = Statement(self.ssn, "Preempted")
         for victim in victims:
             if victim.status != TaskStatus.RELEASING:
-                stmt.evict(victim, f"Preempted by pod {task.name} on node {node.name}")
+                stmt.evict(victim, preempted_message(task.name, node.name))
         stmt.commit()
         for t, n in list(self.nominated.items()):
             if n == node.index and self.ssn.tasks[t].priority < task.priority:
