@@ -1,0 +1,841 @@
+"""Kueue's admission (``kueue.py``) in the numba core: the quota tree over cohorts, flavor
+assignment with partial admission, and admission cycles with one head per ClusterQueue under
+StrictFIFO or BestEffortFIFO; admitted workloads' pods placed on their flavors' nodes, least
+allocated first. Same semantics, tie-breaks and float sums as the reference engine.
+
+It has its own jitted entry point (:func:`run`), as the Slurm policies do (``core_slurm``); it
+shares the clock's records, event heap, live-job list and task books (``core_clock``,
+``core_account``) over a state struct holding the Volcano arrays plus the Kueue ones
+(:data:`KUEUE_STATIC`, :data:`KUEUE_MUTABLE`).
+
+The cohort tree is flat arrays: nodes are the ClusterQueues (0..C-1) then the Cohorts; a
+flavor-resource ``(flavor, resource)`` indexes the last two axes of the quota arrays. The static
+quotas (subtree quota, local quota, potential available, height) come from the reference
+engine's own tree; usage is summed on demand over each cohort's children, in their order.
+
+Python side: :func:`kueue_arrays` (the tree, the resource groups, the workloads' podsets),
+:func:`run` (buffers, the run, the record) and :func:`_events` (the reference engine's texts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from ..errors import LabkitError
+from ..spec.quantity import parse_quantity
+from .core import MAX_EVENTS, CoreFields, _size, mutable_arrays
+from .core import _events as core_events
+from .core_clock import apply_event as clock_apply_event
+from .core_clock import bind, log, maybe_start, pop_event, push_event, set_phase
+from .core_state import (
+    ARRIVAL,
+    BINDING,
+    BOUND,
+    EVENT_KINDS,
+    I_EVENTS,
+    I_HEAP,
+    I_LIVE,
+    I_OVERFLOW,
+    I_RUNS,
+    I_SESSIONS,
+    MSG_RESTART,
+    PENDING,
+    PH_COMPLETED,
+    PH_INQUEUE,
+    PH_PENDING,
+    RELEASING,
+    RUNNING,
+    jit,
+    state_free,
+    state_new,
+)
+from .kueue import (
+    MAY_STOP_SEARCH,
+    NEVER,
+    NO_LONGER_FITS,
+    STRICT_FIFO,
+    WAITING_FOR_QUOTA,
+    Cohort,
+    _local_queue,
+    build_tree,
+    format_quantity,
+)
+from .simulate import RunRecord
+
+# -------------------------------------------------------------------------------- codes
+
+NO_FIT, NO_CANDIDATES, PREEMPT, FIT = 0, 1, 2, 3
+"""Flavor assignment modes, worst first (``kueue.py``)."""
+
+KINDS = EVENT_KINDS + ("QuotaReserved", "Pending")
+EV_QUOTA_RESERVED, EV_PENDING = range(len(EVENT_KINDS), len(KINDS))
+MSG_BIND, MSG_QUOTA_RESERVED, MSG_NO_LONGER_FITS, MSG_UNAVAILABLE, MSG_REASONS = range(MSG_RESTART + 1,
+                                                                                      MSG_RESTART + 6)
+"""Message codes after the Volcano ones; a Kueue message's arguments are a row of ``s.km_head``."""
+PART_CAPACITY, PART_UNUSED = range(2)
+"""Reasons a flavor does not fit (rows of ``s.km_part``): over the maximum capacity, or short of
+unused quota."""
+H_KIND, H_PODSET, H_LO, H_HI, H_X = range(5)
+"""Columns of ``s.km_head`` and ``s.e_msg``: message code, podset, reasons range, and a resource
+(MSG_UNAVAILABLE) or the admitted flavors as a bit mask (MSG_QUOTA_RESERVED)."""
+K_ADMITTED, K_PARTS, K_HEADS = range(3)
+"""Slots of ``s.k_ints``: admitted workloads, reasons and message rows used."""
+
+KUEUE_STATIC = (
+    "kq_parent", "kq_post_lo", "kq_post", "kq_kid_lo", "kq_kids", "kq_subtree", "kq_local", "kq_potential",
+    "kq_has_bl", "kq_bl", "kq_height", "kq_strict", "kq_while_borrowing", "kq_stop_borrow", "kq_stop_preempt",
+    "kq_group", "kg_lo", "kg_flavors", "kw_cq", "kw_uid", "kw_ps_lo", "ps_count", "ps_min", "ps_req_lo",
+    "ps_req_r", "ps_req_v", "t_podset", "kf_nodes",
+)
+B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
+KUEUE_MUTABLE = {
+    # the quota tree's usage and the admitted workloads (ClusterQueue.workloads, KueueSession.admitted)
+    "kq_use": ("C Fl Rk", 0, F), "kw_admitted": ("J", False, B), "kw_use": ("J Fl Rk", 0, F),
+    "kw_has": ("J Fl Rk", False, B), "kw_flav": ("Ps Rk", -1, I), "kw_count": ("Ps", 0, I),
+    "kw_parked": ("J", False, B), "k_adm": ("J", 0, I), "k_ints": ("3", 0, I),
+    # messages: the reasons of each Pending one, and each logged message's row
+    "km_part": ("Mp 3", 0, I), "km_val": ("Mp 3", 0, F), "km_head": ("E 5", 0, I),
+    # one session's scratch: tree walks, heads, entries (one per ClusterQueue, then two for the
+    # partial-admission search), binds
+    "k_u": ("Nq", 0, F), "k_path": ("Nq", 0, I), "k_head": ("C", -1, I), "k_blocked": ("C", False, B),
+    "e_job": ("C+2", -1, I), "e_mode": ("C+2", 0, I), "e_borrow": ("C+2", 0, I), "e_use": ("C+2 Fl Rk", 0, F),
+    "e_has": ("C+2 Fl Rk", False, B), "e_flav": ("C+2 Mx Rk", -1, I), "e_counts": ("C+2 Mx", 0, I),
+    "e_msg": ("C+2 5", 0, I), "e_order": ("C", 0, I), "k_free": ("N R", 0, F), "k_placed": ("Mx", 0, I),
+    "k_binds": ("T 2", 0, I), "k_phase": ("J", 0, I8), "k_live": ("J", 0, I),
+}
+"""The Kueue run's own mutable arrays (shapes in the sizes of :func:`_kueue_mutable`)."""
+KueueFields = namedtuple("KueueFields", CoreFields._fields + KUEUE_STATIC + tuple(KUEUE_MUTABLE))
+"""The Kueue run's arrays: the Volcano core's, then the Kueue ones."""
+
+# -------------------------------------------------------------------------------- the quota tree
+
+
+@jit
+def usage(s, n, f, r):
+    """``QuotaNode.usage``: a ClusterQueue's own; a Cohort's, what its children use beyond their
+    local quota, summed in their order."""
+    n_cqs = s.kq_use.shape[0]
+    if n < n_cqs:
+        return s.kq_use[n, f, r]
+    u = s.k_u
+    for k in range(s.kq_post_lo[n], s.kq_post_lo[n + 1]):
+        m = s.kq_post[k]
+        if m < n_cqs:
+            u[m] = s.kq_use[m, f, r]
+            continue
+        total = 0.0
+        for i in range(s.kq_kid_lo[m], s.kq_kid_lo[m + 1]):
+            c = s.kq_kids[i]
+            total += max(0.0, u[c] - s.kq_local[c, f, r])
+        u[m] = total
+    return u[n]
+
+
+@jit
+def local_available(s, n, f, r):
+    return max(0.0, s.kq_local[n, f, r] - usage(s, n, f, r))
+
+
+@jit
+def borrowing_with(s, n, f, r, value):
+    return usage(s, n, f, r) + value > s.kq_subtree[n, f, r]
+
+
+@jit
+def available(s, n, f, r):
+    """``QuotaNode.available``: what node ``n`` can still use, borrowing from its ancestors within
+    their limits (worked from the root down)."""
+    path, k, m = s.k_path, 0, n
+    while m >= 0:
+        path[k] = m
+        k += 1
+        m = s.kq_parent[m]
+    root = path[k - 1]
+    value = max(0.0, s.kq_subtree[root, f, r] - usage(s, root, f, r))
+    for i in range(k - 2, -1, -1):
+        m = path[i]
+        local, used_here = s.kq_local[m, f, r], usage(s, m, f, r)
+        parent_available = value
+        if s.kq_has_bl[m, f, r]:
+            stored = s.kq_subtree[m, f, r] - local
+            used = max(0.0, used_here - local)
+            parent_available = max(0.0, min(parent_available, stored - used + s.kq_bl[m, f, r]))
+        value = max(0.0, local - used_here) + parent_available
+    return value
+
+
+@jit
+def lowest_subtree_that_fits(s, cq, f, r, value):
+    """``FindHeightOfLowestSubtreeThatFits``: (height, whether that subtree is below the root)."""
+    parent = s.kq_parent[cq]
+    if not (borrowing_with(s, cq, f, r, value) and parent >= 0):
+        return 0, parent >= 0
+    remaining = value - local_available(s, cq, f, r)
+    node = last = parent
+    while node >= 0:
+        if not borrowing_with(s, node, f, r, remaining):
+            return s.kq_height[node], s.kq_parent[node] >= 0
+        remaining -= local_available(s, node, f, r)
+        last, node = node, s.kq_parent[node]
+    return s.kq_height[last], s.kq_parent[last] >= 0
+
+
+@jit
+def add_usage(s, cq, j, sign):
+    """``ClusterQueue.add_workload`` (sign 1) / ``remove_workload`` (-1): the workload's usage."""
+    for f in range(s.kq_use.shape[1]):
+        for r in range(s.kq_use.shape[2]):
+            if s.kw_has[j, f, r]:
+                s.kq_use[cq, f, r] += sign * s.kw_use[j, f, r]
+
+
+@jit
+def workload_fits(s, cq, slot, allow_borrowing):
+    """``workloadFits`` for the usage of entry ``slot``."""
+    for f in range(s.kq_use.shape[1]):
+        for r in range(s.kq_use.shape[2]):
+            if not s.e_has[slot, f, r]:
+                continue
+            v = s.e_use[slot, f, r]
+            if not allow_borrowing and borrowing_with(s, cq, f, r, v):
+                return False
+            if v > available(s, cq, f, r) + 1e-9:
+                return False
+    return True
+
+
+# -------------------------------------------------------------------------------- flavor assignment
+
+
+@jit
+def add_part(s, kind, f, r, a, b, c):
+    """One reason a flavor does not fit, with its quantities."""
+    k = s.k_ints[K_PARTS]
+    if k >= s.km_part.shape[0]:
+        s.ints[I_OVERFLOW] = 1
+        return
+    s.km_part[k, 0], s.km_part[k, 1], s.km_part[k, 2] = kind, f, r
+    s.km_val[k, 0], s.km_val[k, 1], s.km_val[k, 2] = a, b, c
+    s.k_ints[K_PARTS] = k + 1
+
+
+@jit
+def fits_resource_quota(s, cq, f, r, value, request):
+    """``_fits_resource_quota``: (mode, borrowing height); a reason is added when it does not fit.
+    A Preempt finds no targets: the core runs only ClusterQueues that never preempt."""
+    available_now, capacity = available(s, cq, f, r), s.kq_potential[cq, f, r]
+    if value > capacity:
+        add_part(s, PART_CAPACITY, f, r, value, request, capacity)
+        return NO_FIT, 0
+    borrow, may_reclaim = lowest_subtree_that_fits(s, cq, f, r, value)
+    if value <= available_now:
+        return FIT, borrow
+    add_part(s, PART_UNUSED, f, r, value, available_now, 0.0)
+    if value <= s.kq_subtree[cq, f, r] or may_reclaim or s.kq_while_borrowing[cq]:
+        return NO_CANDIDATES, borrow
+    return NO_FIT, borrow
+
+
+@jit
+def set_message(s, slot, kind, podset, lo, hi, x):
+    row = s.e_msg[slot]
+    row[H_KIND], row[H_PODSET], row[H_LO], row[H_HI], row[H_X] = kind, podset, lo, hi, x
+
+
+@jit
+def assign_counts(s, slot):
+    """``_assign_counts``: a flavor per resource group for each podset of the entry's workload,
+    with the pod counts in ``s.e_counts[slot]``; the outcome in the entry's arrays."""
+    j = s.e_job[slot]
+    cq = s.kw_cq[j]
+    s.e_use[slot] = 0.0
+    s.e_has[slot] = False
+    s.e_flav[slot] = -1
+    set_message(s, slot, 0, 0, 0, 0, 0)
+    worst, borrowing = FIT, 0
+    for i in range(s.kw_ps_lo[j + 1] - s.kw_ps_lo[j]):
+        ps = s.kw_ps_lo[j] + i
+        count = s.e_counts[slot, i]
+        lo, hi = s.ps_req_lo[ps], s.ps_req_lo[ps + 1]
+        for k in range(lo, hi):
+            if s.kq_group[cq, s.ps_req_r[k]] < 0:
+                s.e_mode[slot] = NO_FIT
+                set_message(s, slot, MSG_UNAVAILABLE, ps, 0, 0, s.ps_req_r[k])
+                return
+        for k in range(lo, hi):
+            g = s.kq_group[cq, s.ps_req_r[k]]
+            seen = False
+            for k0 in range(lo, k):
+                seen = seen or s.kq_group[cq, s.ps_req_r[k0]] == g
+            if seen:
+                continue
+            reasons = s.k_ints[K_PARTS]
+            best_mode, best_borrow, best_flavor = -1, 0, -1
+            for x in range(s.kg_lo[g], s.kg_lo[g + 1]):
+                f = s.kg_flavors[x]
+                mode, borrow = FIT, 0
+                for k2 in range(lo, hi):
+                    r = s.ps_req_r[k2]
+                    if s.kq_group[cq, r] != g:
+                        continue
+                    request = s.ps_req_v[k2] * count
+                    m, b = fits_resource_quota(s, cq, f, r, s.e_use[slot, f, r] + request, request)
+                    mode, borrow = min(mode, m), max(borrow, b)
+                if best_mode < 0 or mode > best_mode or (mode == best_mode and borrow < best_borrow):
+                    best_mode, best_borrow, best_flavor = mode, borrow, f
+                if (mode == FIT and (borrow == 0 or s.kq_stop_borrow[cq])) or (
+                        mode == PREEMPT and s.kq_stop_preempt[cq]):
+                    break
+            if best_mode == NO_FIT:
+                s.e_mode[slot] = NO_FIT
+                set_message(s, slot, MSG_REASONS, ps, reasons, s.k_ints[K_PARTS], 0)
+                return
+            worst, borrowing = min(worst, best_mode), max(borrowing, best_borrow)
+            for k2 in range(lo, hi):
+                r = s.ps_req_r[k2]
+                if s.kq_group[cq, r] == g:
+                    s.e_flav[slot, i, r] = best_flavor
+                    s.e_use[slot, best_flavor, r] += s.ps_req_v[k2] * count
+                    s.e_has[slot, best_flavor, r] = True
+            if best_mode == PREEMPT or best_mode == NO_CANDIDATES:
+                set_message(s, slot, MSG_REASONS, ps, reasons, s.k_ints[K_PARTS], 0)
+    s.e_mode[slot], s.e_borrow[slot] = worst, borrowing
+    if worst == FIT:
+        set_message(s, slot, 0, 0, 0, 0, 0)
+
+
+@jit
+def copy_entry(s, src, dst):
+    s.e_job[dst], s.e_mode[dst], s.e_borrow[dst] = s.e_job[src], s.e_mode[src], s.e_borrow[src]
+    s.e_use[dst] = s.e_use[src]
+    s.e_has[dst] = s.e_has[src]
+    s.e_flav[dst] = s.e_flav[src]
+    s.e_counts[dst] = s.e_counts[src]
+    s.e_msg[dst] = s.e_msg[src]
+
+
+@jit
+def assign_flavors(s, slot):
+    """``assign_flavors``: the full counts, else the smallest reduction toward the podsets' minimum
+    counts that fits (``podset_reducer.go``, a binary search)."""
+    j = s.e_job[slot]
+    lo_ps, n_ps = s.kw_ps_lo[j], s.kw_ps_lo[j + 1] - s.kw_ps_lo[j]
+    for i in range(n_ps):
+        s.e_counts[slot, i] = s.ps_count[lo_ps + i]
+    assign_counts(s, slot)
+    if s.e_mode[slot] == FIT:
+        return
+    total = 0
+    for i in range(n_ps):
+        total += s.ps_count[lo_ps + i] - s.ps_min[lo_ps + i]
+    if total == 0:
+        return
+    attempt, found = s.e_job.size - 2, s.e_job.size - 1
+    s.e_job[attempt] = j
+    lo, hi, any_found = 1, total, False
+    while lo <= hi:
+        k = (lo + hi) // 2
+        for i in range(n_ps):
+            count, least = s.ps_count[lo_ps + i], s.ps_min[lo_ps + i]
+            s.e_counts[attempt, i] = count - ((count - least) * k) // total
+        assign_counts(s, attempt)
+        if s.e_mode[attempt] == FIT:
+            copy_entry(s, attempt, found)
+            any_found, hi = True, k - 1
+        else:
+            lo = k + 1
+    if any_found:
+        copy_entry(s, found, slot)
+
+
+# -------------------------------------------------------------------------------- admission
+
+
+@jit
+def log_message(s, now, kind, j, slot):
+    """An event of ``kind`` for workload ``j`` with the message of entry ``slot``."""
+    h = s.k_ints[K_HEADS]
+    if h >= s.km_head.shape[0]:
+        s.ints[I_OVERFLOW] = 1
+        return
+    s.km_head[h] = s.e_msg[slot]
+    s.k_ints[K_HEADS] = h + 1
+    log(s, now, kind, j, -1, -1, s.e_msg[slot, H_KIND], h, 0)
+
+
+@jit
+def order_before(s, a, b):
+    """``queue_order_key``: higher priority, earlier creation, then the UID."""
+    if s.j_prio[a] != s.j_prio[b]:
+        return s.j_prio[a] > s.j_prio[b]
+    if s.j_submit[a] != s.j_submit[b]:
+        return s.j_submit[a] < s.j_submit[b]
+    return s.kw_uid[a] < s.kw_uid[b]
+
+
+@jit
+def heads(s, n_live):
+    """``_heads``: the first workload of each unblocked ClusterQueue's heap among the admissible
+    ones; the entries' count."""
+    s.k_head[:] = -1
+    for i in range(n_live):
+        j = s.k_live[i]
+        cq = s.kw_cq[j]
+        if cq < 0 or s.k_phase[j] == PH_COMPLETED or s.kw_admitted[j] or s.kw_parked[j] or s.k_blocked[cq]:
+            continue
+        if s.k_head[cq] < 0 or order_before(s, j, s.k_head[cq]):
+            s.k_head[cq] = j
+    n = 0
+    for cq in range(s.k_head.size):
+        if s.k_head[cq] >= 0:
+            s.e_job[n] = s.k_head[cq]
+            n += 1
+    return n
+
+
+@jit
+def entry_before(s, a, b):
+    """``schedule``'s order: entries that do not borrow first, then priority, FIFO, UID."""
+    if (s.e_borrow[a] > 0) != (s.e_borrow[b] > 0):
+        return s.e_borrow[b] > 0
+    return order_before(s, s.e_job[a], s.e_job[b])
+
+
+@jit
+def admit(s, now, slot):
+    """The entry's workload takes its quota: it is added to its ClusterQueue."""
+    j = s.e_job[slot]
+    s.kw_use[j] = s.e_use[slot]
+    s.kw_has[j] = s.e_has[slot]
+    lo = s.kw_ps_lo[j]
+    mask = 0
+    for i in range(s.kw_ps_lo[j + 1] - lo):
+        s.kw_count[lo + i] = s.e_counts[slot, i]
+        s.kw_flav[lo + i] = s.e_flav[slot, i]
+        for r in range(s.kw_flav.shape[1]):
+            if s.e_flav[slot, i, r] >= 0:
+                mask |= 1 << s.e_flav[slot, i, r]
+    s.kw_admitted[j] = True
+    add_usage(s, s.kw_cq[j], j, 1)
+    s.k_adm[s.k_ints[K_ADMITTED]] = j
+    s.k_ints[K_ADMITTED] += 1
+    set_message(s, slot, MSG_QUOTA_RESERVED, 0, 0, 0, mask)
+    log_message(s, now, EV_QUOTA_RESERVED, j, slot)
+
+
+@jit
+def schedule(s, now, n):
+    """One admission cycle (``schedule``) over the ``n`` heads; a head not admitted blocks its
+    ClusterQueue for the session (StrictFIFO) or is parked until quota is freed (BestEffortFIFO)."""
+    for e in range(n):
+        assign_flavors(s, e)
+        s.e_order[e] = e
+    for i in range(1, n):
+        e, k = s.e_order[i], i
+        while k > 0 and entry_before(s, e, s.e_order[k - 1]):
+            s.e_order[k] = s.e_order[k - 1]
+            k -= 1
+        s.e_order[k] = e
+    for i in range(n):
+        e = s.e_order[i]
+        j = s.e_job[e]
+        cq = s.kw_cq[j]
+        if s.e_mode[e] == FIT:
+            if workload_fits(s, cq, e, True):
+                admit(s, now, e)
+                continue
+            set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
+        if s.kq_strict[cq]:
+            s.k_blocked[cq] = True
+        else:
+            s.kw_parked[j] = True
+        log_message(s, now, EV_PENDING, j, e)
+
+
+@jit
+def release(s):
+    """Finished workloads give their quota back (in the order they were admitted); any release
+    unparks every parked head."""
+    n, kept = s.k_ints[K_ADMITTED], 0
+    for i in range(n):
+        j = s.k_adm[i]
+        if s.is_live[j] and s.k_phase[j] != PH_COMPLETED:
+            s.k_adm[kept] = j
+            kept += 1
+            continue
+        add_usage(s, s.kw_cq[j], j, -1)
+        s.kw_admitted[j] = False
+        s.kw_parked[:] = False
+    s.k_ints[K_ADMITTED] = kept
+
+
+# -------------------------------------------------------------------------------- pods on nodes
+
+
+@jit
+def holds(status):
+    """kueue._HOLDING: the pod holds its node's resources."""
+    return status == RUNNING or status == BOUND or status == BINDING or status == RELEASING
+
+
+@jit
+def row_mean(x):
+    """numpy's mean of a row: the first value plus the pairwise sum of the others, over the count."""
+    n = x.size
+    total = x[0]
+    rest = n - 1
+    if rest < 8:
+        for i in range(1, n):
+            total += x[i]
+        return total / n
+    r = x[1:9].copy()
+    i = 9
+    while i + 8 <= n:
+        for c in range(8):
+            r[c] += x[i + c]
+        i += 8
+    pairs = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    for k in range(i, n):
+        pairs += x[k]
+    return (total + pairs) / n
+
+
+@jit
+def least_allocated(s, t, j, i):
+    """``_bind``'s node for pod ``t`` of podset ``i`` (-1 for a job Kueue does not manage):
+    a schedulable node of the podset's flavors where it fits, the most free on average."""
+    free, alloc, req = s.k_free, s.node_alloc, s.t_req[t]
+    share = s.vec[0]
+    best, best_score = -1, -math.inf
+    for n in range(alloc.shape[0]):
+        if not (s.class_ok[s.t_class[t], n] and s.node_sched[n]):
+            continue
+        if i >= 0:
+            ok = True
+            for r in range(s.kw_flav.shape[1]):
+                f = s.kw_flav[s.kw_ps_lo[j] + i, r]
+                ok = ok and (f < 0 or s.kf_nodes[f, n])
+            if not ok:
+                continue
+        fits = True
+        for r in range(alloc.shape[1]):
+            fits = fits and free[n, r] >= req[r] - 1e-9
+            share[r] = (free[n, r] - req[r]) / max(alloc[n, r], 1e-12) if alloc[n, r] > 0 else 0.0
+        if not fits:
+            continue
+        score = row_mean(share)
+        if score > best_score:
+            best, best_score = n, score
+    return best
+
+
+@jit
+def place(s, n_live):
+    """``_bind``: the pending pods of admitted (and unmanaged) workloads, each podset up to its
+    admitted count; the binds' count."""
+    s.k_free[:, :] = s.node_alloc - s.n_used
+    n_binds = 0
+    for x in range(n_live):
+        j = s.k_live[x]
+        managed = s.kw_cq[j] >= 0
+        if managed and not s.kw_admitted[j]:
+            continue
+        if not s.created[j]:
+            continue
+        lo = s.kw_ps_lo[j]
+        s.k_placed[:] = 0
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            if holds(s.status[t]):
+                s.k_placed[s.t_podset[t]] += 1
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            if s.status[t] != PENDING:
+                continue
+            i = s.t_podset[t] if managed else -1
+            if managed and s.k_placed[i] >= s.kw_count[lo + i]:
+                continue
+            n = least_allocated(s, t, j, i)
+            if n < 0:
+                continue
+            for r in range(s.k_free.shape[1]):
+                s.k_free[n, r] -= s.t_req[t, r]
+            if managed:
+                s.k_placed[i] += 1
+            s.k_binds[n_binds, 0], s.k_binds[n_binds, 1] = t, n
+            n_binds += 1
+    return n_binds
+
+
+# -------------------------------------------------------------------------------- the clock
+
+
+@jit
+def session_once(s, now):
+    """One Kueue session (KueueSession.__call__) on the live jobs and the clock applying it
+    (Simulation.session_once): binds, phases, starts. True if it changed anything."""
+    n_live = s.ints[I_LIVE]
+    if n_live == 0:
+        return False
+    s.ints[I_SESSIONS] += 1
+    for i in range(n_live):
+        j = s.live[i]
+        s.k_live[i] = j
+        s.k_phase[j] = s.phase[j]
+    release(s)
+    s.k_blocked[:] = False
+    while s.ints[I_OVERFLOW] == 0:
+        n = heads(s, n_live)
+        if n == 0:
+            break
+        schedule(s, now, n)
+    n_binds = place(s, n_live)
+    changed = n_binds > 0
+    for k in range(n_binds):
+        bind(s, now, s.k_binds[k, 0], s.k_binds[k, 1], MSG_BIND, 0, 0)
+    for i in range(n_live):
+        j = s.k_live[i]
+        phase = s.k_phase[j]
+        if s.kw_cq[j] < 0 or s.kw_admitted[j]:
+            if phase == PH_PENDING:
+                phase = PH_INQUEUE
+        elif phase != PH_COMPLETED:
+            phase = PH_PENDING
+        if set_phase(s, now, j, phase):
+            changed = True
+    for i in range(n_live):
+        maybe_start(s, now, s.k_live[i])
+    return changed
+
+
+@njit(cache=True)
+def run_core(fields):
+    """The whole run of a Kueue scenario (Simulation.run under KueueSession): events in time order,
+    sessions on the schedule-period grid one period after the last, until nothing is left to do
+    or the horizon."""
+    s = state_new(fields)
+    for j in range(s.j_submit.size):
+        push_event(s, s.j_submit[j], ARRIVAL, j, 0)
+    period, horizon = s.period, s.horizon
+    dirty, now, last_session = False, 0.0, -math.inf
+    while s.ints[I_OVERFLOW] == 0:
+        t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
+        t_session = max(math.ceil(now / period - 1e-9) * period, last_session + period) if dirty else math.inf
+        first = min(t_event, t_session)
+        if first > horizon or first == math.inf:
+            break
+        if t_event <= t_session:
+            now = t_event
+            while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
+                if clock_apply_event(s, now, pop_event(s)):
+                    dirty = True
+        else:
+            now = last_session = t_session
+            dirty = session_once(s, now)
+    state_free(s)
+
+
+# -------------------------------------------------------------------------------- driver
+
+
+def unsupported(compiled) -> str | None:
+    """What of a Kueue scenario the core does not simulate, or None."""
+    scenario = compiled.scenario
+    conf = scenario.scheduler.kueue
+    if any(job.status is not None for job in scenario.jobs):
+        return "job status snapshots under Kueue"
+    if conf.fair_sharing.enable:
+        return "Kueue fair sharing"
+    if conf.wait_for_pods_ready.enable:
+        return "Kueue waitForPodsReady"
+    for cq in scenario.kueue.cluster_queues:
+        if cq.preemption.within_cluster_queue != NEVER or cq.preemption.reclaim_within_cohort != NEVER:
+            return "Kueue preemption"
+    if len(_names(scenario)[0]) > 62:
+        return "more than 62 ResourceFlavors"
+    return None
+
+
+def _names(scenario) -> tuple[list[str], list[str]]:
+    """The flavors and the resources (of quotas, then of podset requests), in the order first named."""
+    kueue = scenario.kueue
+    flavors = [f.name for f in kueue.resource_flavors]
+    resources: list[str] = []
+    for node in [*kueue.cluster_queues, *kueue.cohorts]:
+        for g in node.resource_groups:
+            resources += [r for r in g.covered_resources if r not in resources]
+            for f in g.flavors:
+                flavors += [] if f.name in flavors else [f.name]
+                resources += [q.name for q in f.resources if q.name not in resources]
+    for job in scenario.jobs:
+        for t in job.tasks:
+            resources += [r for r in t.resources if r not in resources]
+    return flavors, resources
+
+
+def kueue_arrays(c) -> dict:
+    """The Kueue static arrays of a compiled scenario (:data:`KUEUE_STATIC`)."""
+    scenario, p = c.scenario, c.problem
+    kueue = scenario.kueue
+    tree = build_tree(kueue)
+    cqs = list(tree.cqs.values())
+    nodes = cqs + list(tree.cohorts.values())
+    index = {id(node): k for k, node in enumerate(nodes)}
+    flavors, resources = _names(scenario)
+    podsets = []  # (job, name, count, min, requests)
+    cq_of = np.full(p.n_jobs, -1, np.int64)
+    cq_index = {cq.name: k for k, cq in enumerate(cqs)}
+    for j, job in enumerate(scenario.jobs):
+        lq = _local_queue(kueue.local_queues, job.namespace, job.queue)
+        if lq is not None:
+            cq_of[j] = cq_index[lq.cluster_queue]
+        for t in job.tasks:
+            requests = {r: parse_quantity(v) for r, v in t.resources.items()}
+            podsets.append((j, t.name, t.replicas_resolved, t.elastic.min if t.elastic else t.replicas_resolved,
+                            [(r, v) for r, v in requests.items() if v > 0]))
+    fl, rk, n_nodes = {f: k for k, f in enumerate(flavors)}, {r: k for k, r in enumerate(resources)}, len(nodes)
+    shape = (n_nodes, max(len(flavors), 1), max(len(resources), 1))
+    subtree, local, potential, bl = np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    has_bl = np.zeros(shape, bool)
+    for k, node in enumerate(nodes):
+        for f, fi in fl.items():
+            for r, ri in rk.items():
+                fr = (f, r)
+                subtree[k, fi, ri] = node.subtree_quota(fr)
+                local[k, fi, ri] = node.local_quota(fr)
+                potential[k, fi, ri] = node.potential_available(fr)
+                q = node.quotas.get(fr)
+                if q is not None and q.borrowing_limit is not None:
+                    has_bl[k, fi, ri], bl[k, fi, ri] = True, q.borrowing_limit
+    kids = [[index[id(ch)] for ch in getattr(node, "children", [])] for node in nodes]
+    post_lo, post = [0], []
+    for k in range(n_nodes):
+        post += _post_order(k, kids)
+        post_lo.append(len(post))
+    groups, group_of = [], np.full((len(cqs), shape[2]), -1, np.int64)
+    for k, cq in enumerate(cqs):
+        for g in cq.resource_groups:  # ClusterQueue.group_of: the first group covering a resource
+            group_of[k, [rk[r] for r in g.covered if group_of[k, rk[r]] < 0]] = len(groups)
+            groups.append([fl[f] for f in g.flavors])
+    labels = [pool.labels for pool in scenario.cluster.pools for _ in range(pool.count)]
+    flavor_nodes = np.zeros((shape[1], p.n_nodes), bool)
+    for f in kueue.resource_flavors:
+        flavor_nodes[fl[f.name]] = [all(lab.get(key) == v for key, v in f.node_labels.items()) for lab in labels]
+    names = [p.job_names[j] for j in range(p.n_jobs)]
+    uid = np.empty(p.n_jobs, np.int64)
+    uid[sorted(range(p.n_jobs), key=names.__getitem__)] = np.arange(p.n_jobs)
+    ps_lo = np.searchsorted([ps[0] for ps in podsets], np.arange(p.n_jobs + 1)).astype(np.int64)
+    t_podset = np.zeros(p.n_tasks, np.int64)
+    for t in range(p.n_tasks):
+        j = p.task_job[t]
+        role = p.role_names[p.task_role[t]]
+        t_podset[t] = next(i for i, ps in enumerate(podsets[ps_lo[j]:ps_lo[j + 1]]) if ps[1] == role)
+    requests = [req for ps in podsets for req in ps[4]]
+    return {
+        "kq_parent": np.array([index[id(n.parent)] if n.parent is not None else -1 for n in nodes], np.int64),
+        "kq_post_lo": np.array(post_lo, np.int64), "kq_post": np.array(post, np.int64),
+        "kq_kid_lo": np.concatenate([[0], np.cumsum([len(k) for k in kids])]).astype(np.int64),
+        "kq_kids": np.array([c for k in kids for c in k], np.int64),
+        "kq_subtree": subtree, "kq_local": local, "kq_potential": potential, "kq_has_bl": has_bl, "kq_bl": bl,
+        "kq_height": np.array([n.height() if isinstance(n, Cohort) else 0 for n in nodes], np.int64),
+        "kq_strict": np.array([cq.queueing_strategy == STRICT_FIFO for cq in cqs], bool),
+        "kq_while_borrowing": np.array([cq.preemption.borrow_within_cohort != NEVER for cq in cqs], bool),
+        "kq_stop_borrow": np.array([cq.fungibility.when_can_borrow == MAY_STOP_SEARCH for cq in cqs], bool),
+        "kq_stop_preempt": np.array([cq.fungibility.when_can_preempt == MAY_STOP_SEARCH for cq in cqs], bool),
+        "kq_group": group_of,
+        "kg_lo": np.concatenate([[0], np.cumsum([len(g) for g in groups])]).astype(np.int64),
+        "kg_flavors": np.array([f for g in groups for f in g], np.int64),
+        "kw_cq": cq_of, "kw_uid": uid, "kw_ps_lo": ps_lo,
+        "ps_count": np.array([ps[2] for ps in podsets], np.int64),
+        "ps_min": np.array([ps[3] for ps in podsets], np.int64),
+        "ps_req_lo": np.concatenate([[0], np.cumsum([len(ps[4]) for ps in podsets])]).astype(np.int64),
+        "ps_req_r": np.array([rk[r] for r, _ in requests], np.int64),
+        "ps_req_v": np.array([v for _, v in requests], float),
+        "t_podset": t_podset, "kf_nodes": flavor_nodes,
+    }
+
+
+def _post_order(k: int, kids: list[list[int]]) -> list[int]:
+    """Node ``k``'s subtree, children before their parent (the order :func:`usage` sums in)."""
+    return [m for c in kids[k] for m in _post_order(c, kids)] + [k]
+
+
+def _kueue_mutable(static: dict, n_events: int, scale: float) -> dict:
+    """Fresh Kueue books and scratch; ``n_events`` is the size of the event buffer (E)."""
+    n_jobs = len(static["j_queue"])
+    sizes = {"C": len(static["kq_strict"]), "Fl": static["kq_subtree"].shape[1], "Rk": static["kq_subtree"].shape[2],
+             "J": n_jobs, "Ps": len(static["ps_count"]), "Mx": max(int(np.diff(static["kw_ps_lo"]).max()), 1)
+             if n_jobs else 1, "Nq": len(static["kq_parent"]), "N": len(static["node_alloc"]),
+             "R": len(static["total"]), "T": len(static["t_job"]), "E": n_events,
+             "Mp": max(64, int(scale * (4 * n_jobs + 64)))}
+    return {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
+            for name, (shape, value, dtype) in KUEUE_MUTABLE.items()}
+
+
+def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
+    """Run a compiled Kueue scenario on the core (buffers sized by ``scale``, grown on need)."""
+    while True:
+        mutable = mutable_arrays(static, scale)
+        if len(mutable["ev_time"]) > MAX_EVENTS:
+            raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending: give the scenario "
+                              "a horizon")
+        kueue = _kueue_mutable(static, len(mutable["ev_time"]), scale)
+        run_core(KueueFields(**static, **mutable, **kueue))
+        if not mutable["ints"][I_OVERFLOW]:
+            return _record(compiled, mutable, static["kw_cq"], kueue)
+        scale *= 4
+
+
+def _record(c, m: dict, cq_of: np.ndarray, k: dict) -> RunRecord:
+    ints = m["ints"]
+    n = ints[I_EVENTS]
+    return RunRecord(
+        done=m["done"], running=~np.isnan(m["run_start"]), phase=m["phase"], enqueue_time=m["enq_t"],
+        start_time=m["start_t"], end_time=m["end_t"], evictions=m["evictions"], lost_work=m["lost_work"],
+        runs=m["runs"][:ints[I_RUNS]], events=_events(c, m["ev_time"][:n], m["ev_int"][:n], cq_of, k),
+        sessions=int(ints[I_SESSIONS]),
+    )
+
+
+def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) -> tuple:
+    """The event columns, with the reference engine's texts for the Kueue messages."""
+    time, kind, job, task, node, reasons, messages = core_events(c.problem, time, coded, KINDS)
+    scenario = c.scenario
+    flavors, resources = _names(scenario)
+    cq_names = [cq.name for cq in scenario.kueue.cluster_queues]
+    podsets = [t.name for job_spec in scenario.jobs for t in job_spec.tasks]
+    parts, values, heads = k["km_part"], k["km_val"], k["km_head"]
+    code, arg = coded[:, 4].astype(np.int64), coded[:, 5].astype(np.int64)
+    messages[code == MSG_BIND] = "kube-scheduler: least allocated node"
+
+    def reason(x: int) -> str:
+        what, f, r = parts[x]
+        name, flavor = resources[r], flavors[f]
+        value = values[x]
+        if what == PART_CAPACITY:
+            return (f"insufficient quota for {name} in flavor {flavor}, previously considered podsets requests "
+                    f"({format_quantity(name, value[0] - value[1])}) + current podset request "
+                    f"({format_quantity(name, value[1])}) > maximum capacity ({format_quantity(name, value[2])})")
+        return (f"insufficient unused quota for {name} in flavor {flavor}, "
+                f"{format_quantity(name, value[0] - value[1])} more needed")
+
+    for row in np.flatnonzero(code > MSG_BIND):
+        head = heads[arg[row]]
+        what = head[H_KIND]
+        if what == MSG_QUOTA_RESERVED:
+            reasons[row] = "QuotaReserved"
+            names = ", ".join(sorted(flavors[f] for f in range(len(flavors)) if head[H_X] >> f & 1))
+            messages[row] = f"Quota reserved in ClusterQueue {cq_names[cq_of[job[row]]]}; flavors {names}"
+            continue
+        reasons[row] = WAITING_FOR_QUOTA
+        if what == MSG_NO_LONGER_FITS:
+            messages[row] = NO_LONGER_FITS
+        elif what == MSG_UNAVAILABLE:
+            messages[row] = (f"couldn't assign flavors to pod set {podsets[head[H_PODSET]]}: resource "
+                             f"{resources[head[H_X]]} unavailable in ClusterQueue")
+        else:
+            messages[row] = (f"couldn't assign flavors to pod set {podsets[head[H_PODSET]]}: "
+                             + ", ".join(reason(x) for x in range(head[H_LO], head[H_HI])))
+    return time, kind, job, task, node, reasons, messages
