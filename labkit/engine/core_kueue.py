@@ -255,6 +255,7 @@ def assign_counts(s, slot):
     s.e_use[slot] = 0.0
     s.e_has[slot] = False
     s.e_flav[slot] = -1
+    s.e_borrow[slot] = 0  # also for a NO_FIT
     set_message(s, slot, 0, 0, 0, 0, 0)
     worst, borrowing = FIT, 0
     for i in range(s.kw_ps_lo[j + 1] - s.kw_ps_lo[j]):
