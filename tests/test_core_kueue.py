@@ -1,7 +1,7 @@
 """The numba core admits what the reference Kueue engine admits: identical `jobs`, `tasks` and
 `events` tables (QuotaReserved and Pending messages too) on random Kueue scenarios (cohort trees,
 quotas with borrowing and lending limits, flavors, partial admission, queueing strategies,
-priorities) and the Kueue example; what the core does not simulate falls back to the reference."""
+priorities, waitForPodsReady timeouts, backoffs and deactivation) and the Kueue example; what the core does not simulate falls back to the reference."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def kueue_scenarios(draw, preemption: bool = False, pods_ready: bool = False) ->
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=QUIET)
-@given(kueue_scenarios())
+@given(kueue_scenarios(pods_ready=True))
 def test_random_kueue_scenarios_admit_the_same(scenario):
     assert_same(scenario)
 

@@ -315,9 +315,14 @@ def stop_work(s, now, j):
 @jit
 def evict(s, now, t, action, ref):
     """An eviction the session committed; below minAvailable the job restarts (RestartJob)."""
+    evict_as(s, now, t, MSG_PREEMPTED_BY if action == PREEMPT else MSG_RECLAIMED_BY, ref)
+
+
+@jit
+def evict_as(s, now, t, msg, ref):
+    """:func:`evict`, logged with message ``msg`` and its argument ``ref`` (Kueue's too)."""
     j = s.t_job[t]
     s.evictions[j] += 1
-    msg = MSG_PREEMPTED_BY if action == PREEMPT else MSG_RECLAIMED_BY
     log(s, now, EV_EVICTED, j, t, s.node[t], msg, ref, 0)
     if s.status[t] == RELEASING:
         return  # its job's restart, for an earlier eviction of this session, already deletes it

@@ -26,15 +26,16 @@ import numpy as np
 from numba import njit
 
 from ..errors import LabkitError
-from ..spec.quantity import parse_quantity
+from ..spec.quantity import parse_duration, parse_quantity
 from .core import MAX_EVENTS, CoreFields, _size, mutable_arrays
 from .core import _events as core_events
 from .core_clock import apply_event as clock_apply_event
-from .core_clock import bind, log, maybe_start, pop_event, push_event, set_phase
+from .core_clock import bind, evict_as, log, maybe_start, pop_event, push_event, set_phase
 from .core_state import (
     ARRIVAL,
     BINDING,
     BOUND,
+    EV_EVICTED,
     EVENT_KINDS,
     I_EVENTS,
     I_HEAP,
@@ -71,32 +72,42 @@ from .simulate import RunRecord
 NO_FIT, NO_CANDIDATES, PREEMPT, FIT = 0, 1, 2, 3
 """Flavor assignment modes, worst first (``kueue.py``)."""
 
-KINDS = EVENT_KINDS + ("QuotaReserved", "Pending")
-EV_QUOTA_RESERVED, EV_PENDING = range(len(EVENT_KINDS), len(KINDS))
-MSG_BIND, MSG_QUOTA_RESERVED, MSG_NO_LONGER_FITS, MSG_UNAVAILABLE, MSG_REASONS = range(MSG_RESTART + 1,
-                                                                                      MSG_RESTART + 6)
-"""Message codes after the Volcano ones; a Kueue message's arguments are a row of ``s.km_head``."""
+KINDS = EVENT_KINDS + ("QuotaReserved", "Pending", "Requeued", "Deactivated")
+EV_QUOTA_RESERVED, EV_PENDING, EV_REQUEUED, EV_DEACTIVATED = range(len(EVENT_KINDS), len(KINDS))
+(MSG_BIND, MSG_TIMEOUT, MSG_POD_TIMEOUT, MSG_REQUEUED, MSG_DEACTIVATED, MSG_QUOTA_RESERVED, MSG_NO_LONGER_FITS,
+ MSG_UNAVAILABLE, MSG_REASONS) = range(MSG_RESTART + 1, MSG_RESTART + 10)
+"""Message codes after the Volcano ones; from MSG_QUOTA_RESERVED on, a message's arguments are a row
+of ``s.km_head``."""
+BY_NONE, BY_TIMEOUT = range(2)
+"""What evicted a workload last (``Workload.evicted_by``)."""
+R_ENABLE, R_TIMEOUT, R_BLOCK, R_EVICTION_TIMESTAMP, R_LIMIT, R_BASE, R_MAX = range(7)
+"""Slots of ``s.kr_arg``: waitForPodsReady (backoffLimitCount -1 = unset)."""
+TIMER = 5
+"""simulate.TIMER: a transition the session scheduled, a PodsReady timeout or a backoff's end."""
 PART_CAPACITY, PART_UNUSED = range(2)
 """Reasons a flavor does not fit (rows of ``s.km_part``): over the maximum capacity, or short of
 unused quota."""
 H_KIND, H_PODSET, H_LO, H_HI, H_X = range(5)
 """Columns of ``s.km_head`` and ``s.e_msg``: message code, podset, reasons range, and a resource
 (MSG_UNAVAILABLE) or the admitted flavors as a bit mask (MSG_QUOTA_RESERVED)."""
-K_ADMITTED, K_PARTS, K_HEADS = range(3)
+K_ADMITTED, K_PARTS, K_HEADS, K_EVICTS = range(4)
 """Slots of ``s.k_ints``: admitted workloads, reasons and message rows used."""
 
 KUEUE_STATIC = (
     "kq_parent", "kq_post_lo", "kq_post", "kq_kid_lo", "kq_kids", "kq_subtree", "kq_local", "kq_potential",
     "kq_has_bl", "kq_bl", "kq_height", "kq_strict", "kq_while_borrowing", "kq_stop_borrow", "kq_stop_preempt",
     "kq_group", "kg_lo", "kg_flavors", "kw_cq", "kw_uid", "kw_ps_lo", "ps_count", "ps_min", "ps_req_lo",
-    "ps_req_r", "ps_req_v", "t_podset", "kf_nodes",
+    "ps_req_r", "ps_req_v", "t_podset", "kf_nodes", "kr_arg",
 )
 B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
 KUEUE_MUTABLE = {
     # the quota tree's usage and the admitted workloads (ClusterQueue.workloads, KueueSession.admitted)
     "kq_use": ("C Fl Rk", 0, F), "kw_admitted": ("J", False, B), "kw_use": ("J Fl Rk", 0, F),
     "kw_has": ("J Fl Rk", False, B), "kw_flav": ("Ps Rk", -1, I), "kw_count": ("Ps", 0, I),
-    "kw_parked": ("J", False, B), "k_adm": ("J", 0, I), "k_ints": ("3", 0, I),
+    "kw_parked": ("J", False, B), "k_adm": ("J", 0, I), "k_ints": ("4", 0, I), "kw_at": ("J", 0, F),
+    # waitForPodsReady: the last eviction, the backoff, the deactivated workloads
+    "kw_evicted": ("J", False, B), "kw_by": ("J", BY_NONE, I), "kw_evicted_at": ("J", np.nan, F),
+    "kw_requeue_at": ("J", -np.inf, F), "kw_requeues": ("J", 0, I), "kw_inactive": ("J", False, B),
     # messages: the reasons of each Pending one, and each logged message's row
     "km_part": ("Mp 3", 0, I), "km_val": ("Mp 3", 0, F), "km_head": ("E 5", 0, I),
     # one session's scratch: tree walks, heads, entries (one per ClusterQueue, then two for the
@@ -105,7 +116,7 @@ KUEUE_MUTABLE = {
     "e_job": ("C+2", -1, I), "e_mode": ("C+2", 0, I), "e_borrow": ("C+2", 0, I), "e_use": ("C+2 Fl Rk", 0, F),
     "e_has": ("C+2 Fl Rk", False, B), "e_flav": ("C+2 Mx Rk", -1, I), "e_counts": ("C+2 Mx", 0, I),
     "e_msg": ("C+2 5", 0, I), "e_order": ("C", 0, I), "k_free": ("N R", 0, F), "k_placed": ("Mx", 0, I),
-    "k_binds": ("T 2", 0, I), "k_phase": ("J", 0, I8), "k_live": ("J", 0, I),
+    "k_binds": ("T 2", 0, I), "k_evicts": ("T", 0, I), "k_phase": ("J", 0, I8), "k_live": ("J", 0, I),
 }
 """The Kueue run's own mutable arrays (shapes in the sizes of :func:`_kueue_mutable`)."""
 KueueFields = namedtuple("KueueFields", CoreFields._fields + KUEUE_STATIC + tuple(KUEUE_MUTABLE))
@@ -369,26 +380,39 @@ def log_message(s, now, kind, j, slot):
 
 
 @jit
-def order_before(s, a, b):
-    """``queue_order_key``: higher priority, earlier creation, then the UID."""
+def queue_timestamp(s, j, eviction):
+    """``queue_order_timestamp``: the eviction time after a PodsReady timeout (``eviction``:
+    requeuingStrategy timestamp Eviction), else the creation time."""
+    if eviction and s.kw_by[j] == BY_TIMEOUT and not math.isnan(s.kw_evicted_at[j]):
+        return s.kw_evicted_at[j]
+    return s.j_submit[j]
+
+
+@jit
+def order_before(s, a, b, eviction):
+    """``queue_order_key``: higher priority, earlier timestamp, then the UID."""
     if s.j_prio[a] != s.j_prio[b]:
         return s.j_prio[a] > s.j_prio[b]
-    if s.j_submit[a] != s.j_submit[b]:
-        return s.j_submit[a] < s.j_submit[b]
+    ta, tb = queue_timestamp(s, a, eviction), queue_timestamp(s, b, eviction)
+    if ta != tb:
+        return ta < tb
     return s.kw_uid[a] < s.kw_uid[b]
 
 
 @jit
-def heads(s, n_live):
+def heads(s, now, n_live):
     """``_heads``: the first workload of each unblocked ClusterQueue's heap among the admissible
-    ones; the entries' count."""
+    ones (not deactivated, not backing off); the entries' count."""
     s.k_head[:] = -1
+    eviction = s.kr_arg[R_EVICTION_TIMESTAMP] > 0
     for i in range(n_live):
         j = s.k_live[i]
         cq = s.kw_cq[j]
         if cq < 0 or s.k_phase[j] == PH_COMPLETED or s.kw_admitted[j] or s.kw_parked[j] or s.k_blocked[cq]:
             continue
-        if s.k_head[cq] < 0 or order_before(s, j, s.k_head[cq]):
+        if s.kw_inactive[j] or s.kw_requeue_at[j] > now:
+            continue
+        if s.k_head[cq] < 0 or order_before(s, j, s.k_head[cq], eviction):
             s.k_head[cq] = j
     n = 0
     for cq in range(s.k_head.size):
@@ -403,7 +427,7 @@ def entry_before(s, a, b):
     """``schedule``'s order: entries that do not borrow first, then priority, FIFO, UID."""
     if (s.e_borrow[a] > 0) != (s.e_borrow[b] > 0):
         return s.e_borrow[b] > 0
-    return order_before(s, s.e_job[a], s.e_job[b])
+    return order_before(s, s.e_job[a], s.e_job[b], True)
 
 
 @jit
@@ -420,7 +444,7 @@ def admit(s, now, slot):
         for r in range(s.kw_flav.shape[1]):
             if s.e_flav[slot, i, r] >= 0:
                 mask |= 1 << s.e_flav[slot, i, r]
-    s.kw_admitted[j] = True
+    s.kw_admitted[j], s.kw_evicted[j], s.kw_at[j], s.kw_requeue_at[j] = True, False, now, -math.inf
     add_usage(s, s.kw_cq[j], j, 1)
     s.k_adm[s.k_ints[K_ADMITTED]] = j
     s.k_ints[K_ADMITTED] += 1
@@ -458,20 +482,98 @@ def schedule(s, now, n):
 
 
 @jit
-def release(s):
-    """Finished workloads give their quota back (in the order they were admitted); any release
-    unparks every parked head."""
+def job_holds(s, j):
+    """A pod of the job holds its node's resources."""
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if holds(s.status[t]):
+            return True
+    return False
+
+
+@jit
+def requeue(s, now, j):
+    """``_requeue``: after a PodsReady timeout the workload backs off base * 2^(n-1) seconds,
+    capped, or is deactivated past backoffLimitCount."""
+    s.kw_evicted[j] = False
+    if s.kw_by[j] != BY_TIMEOUT:
+        return
+    n = s.kw_requeues[j] = s.kw_requeues[j] + 1
+    limit = s.kr_arg[R_LIMIT]
+    if limit >= 0 and n > limit:
+        s.kw_inactive[j] = True
+        log(s, now, EV_DEACTIVATED, j, -1, -1, MSG_DEACTIVATED, 0, 0)
+        return
+    base, most = int(s.kr_arg[R_BASE]), int(s.kr_arg[R_MAX])
+    wait = base * 2 ** (n - 1) if base * 2.0 ** (n - 1) < most else most
+    s.kw_requeue_at[j] = now + wait
+    push_event(s, now + wait, TIMER, -1, 0)
+    log(s, now, EV_REQUEUED, j, -1, -1, MSG_REQUEUED, n, wait)
+
+
+@jit
+def give_back(s, now, j, finished):
+    """The workload's quota goes back; every parked head is retried; an evicted one is requeued."""
+    add_usage(s, s.kw_cq[j], j, -1)
+    s.kw_admitted[j] = False
+    s.kw_parked[:] = False
+    if not finished:
+        requeue(s, now, j)
+
+
+@jit
+def release(s, now):
+    """``_release``: finished workloads and evicted ones whose pods are gone give their quota
+    back, in the order they were admitted."""
     n, kept = s.k_ints[K_ADMITTED], 0
     for i in range(n):
         j = s.k_adm[i]
-        if s.is_live[j] and s.k_phase[j] != PH_COMPLETED:
-            s.k_adm[kept] = j
-            kept += 1
+        finished = not s.is_live[j] or s.k_phase[j] == PH_COMPLETED
+        if finished or (s.kw_evicted[j] and not job_holds(s, j)):
+            give_back(s, now, j, finished)
             continue
-        add_usage(s, s.kw_cq[j], j, -1)
-        s.kw_admitted[j] = False
-        s.kw_parked[:] = False
+        s.k_adm[kept] = j
+        kept += 1
     s.k_ints[K_ADMITTED] = kept
+
+
+@jit
+def pods_ready(s, now):
+    """``_pods_ready``: evict an admitted workload whose pods do not all run within the timeout
+    (its running pods listed in ``s.k_evicts``); True when one still waits for its pods."""
+    if not s.kr_arg[R_ENABLE]:
+        return False
+    waiting = False
+    n, kept = s.k_ints[K_ADMITTED], 0
+    for i in range(n):
+        j = s.k_adm[i]
+        s.k_adm[kept] = j
+        kept += 1
+        if s.kw_evicted[j] or not s.is_live[j]:
+            continue
+        running, admitted = 0, 0
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            running += s.status[t] == RUNNING
+        for ps in range(s.kw_ps_lo[j], s.kw_ps_lo[j + 1]):
+            admitted += s.kw_count[ps]
+        if running >= admitted:
+            continue
+        deadline = s.kw_at[j] + s.kr_arg[R_TIMEOUT]
+        if now < deadline:
+            push_event(s, deadline, TIMER, -1, 0)
+            waiting = True
+            continue
+        s.kw_evicted[j], s.kw_by[j], s.kw_evicted_at[j] = True, BY_TIMEOUT, now
+        log(s, now, EV_EVICTED, j, -1, -1, MSG_TIMEOUT, 0, 0)
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            st = s.status[t]
+            if st == RUNNING or st == BOUND or st == BINDING:
+                s.k_evicts[s.k_ints[K_EVICTS]] = t
+                s.k_ints[K_EVICTS] += 1
+        if not job_holds(s, j):
+            kept -= 1
+            give_back(s, now, j, False)
+    s.k_ints[K_ADMITTED] = kept
+    return waiting
 
 
 # -------------------------------------------------------------------------------- pods on nodes
@@ -543,7 +645,7 @@ def place(s, n_live):
     for x in range(n_live):
         j = s.k_live[x]
         managed = s.kw_cq[j] >= 0
-        if managed and not s.kw_admitted[j]:
+        if managed and not (s.kw_admitted[j] and not s.kw_evicted[j]):
             continue
         if not s.created[j]:
             continue
@@ -585,21 +687,25 @@ def session_once(s, now):
         j = s.live[i]
         s.k_live[i] = j
         s.k_phase[j] = s.phase[j]
-    release(s)
+    release(s, now)
+    s.k_ints[K_EVICTS] = 0
+    waiting = pods_ready(s, now)
     s.k_blocked[:] = False
-    while s.ints[I_OVERFLOW] == 0:
-        n = heads(s, n_live)
+    while s.ints[I_OVERFLOW] == 0 and not (waiting and s.kr_arg[R_BLOCK]):
+        n = heads(s, now, n_live)
         if n == 0:
             break
         schedule(s, now, n)
     n_binds = place(s, n_live)
-    changed = n_binds > 0
+    changed = n_binds > 0 or s.k_ints[K_EVICTS] > 0
     for k in range(n_binds):
         bind(s, now, s.k_binds[k, 0], s.k_binds[k, 1], MSG_BIND, 0, 0)
+    for k in range(s.k_ints[K_EVICTS]):
+        evict_as(s, now, s.k_evicts[k], MSG_POD_TIMEOUT, 0)
     for i in range(n_live):
         j = s.k_live[i]
         phase = s.k_phase[j]
-        if s.kw_cq[j] < 0 or s.kw_admitted[j]:
+        if s.kw_cq[j] < 0 or (s.kw_admitted[j] and not s.kw_evicted[j]):
             if phase == PH_PENDING:
                 phase = PH_INQUEUE
         elif phase != PH_COMPLETED:
@@ -609,6 +715,14 @@ def session_once(s, now):
     for i in range(n_live):
         maybe_start(s, now, s.k_live[i])
     return changed
+
+
+@jit
+def apply_event(s, now, slot):
+    """A clock event; a TIMER only makes the next session run."""
+    if s.h_key[slot, 0] == TIMER:
+        return True
+    return clock_apply_event(s, now, slot)
 
 
 @njit(cache=True)
@@ -630,7 +744,7 @@ def run_core(fields):
         if t_event <= t_session:
             now = t_event
             while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
-                if clock_apply_event(s, now, pop_event(s)):
+                if apply_event(s, now, pop_event(s)):
                     dirty = True
         else:
             now = last_session = t_session
@@ -649,8 +763,6 @@ def unsupported(compiled) -> str | None:
         return "job status snapshots under Kueue"
     if conf.fair_sharing.enable:
         return "Kueue fair sharing"
-    if conf.wait_for_pods_ready.enable:
-        return "Kueue waitForPodsReady"
     for cq in scenario.kueue.cluster_queues:
         if cq.preemption.within_cluster_queue != NEVER or cq.preemption.reclaim_within_cohort != NEVER:
             return "Kueue preemption"
@@ -754,8 +866,18 @@ def kueue_arrays(c) -> dict:
         "ps_req_lo": np.concatenate([[0], np.cumsum([len(ps[4]) for ps in podsets])]).astype(np.int64),
         "ps_req_r": np.array([rk[r] for r, _ in requests], np.int64),
         "ps_req_v": np.array([v for _, v in requests], float),
-        "t_podset": t_podset, "kf_nodes": flavor_nodes,
+        "t_podset": t_podset, "kf_nodes": flavor_nodes, "kr_arg": _ready_args(scenario.scheduler.kueue),
     }
+
+
+def _ready_args(conf) -> np.ndarray:
+    """waitForPodsReady as numbers (:data:`R_ENABLE` ...)."""
+    ready = conf.wait_for_pods_ready
+    strategy = ready.requeuing_strategy
+    limit = -1 if strategy.backoff_limit_count is None else strategy.backoff_limit_count
+    return np.array([ready.enable, parse_duration(ready.timeout), ready.block_admission,
+                     strategy.timestamp == "Eviction", limit, strategy.backoff_base_seconds,
+                     strategy.backoff_max_seconds], float)
 
 
 def _post_order(k: int, kids: list[list[int]]) -> list[int]:
@@ -810,6 +932,19 @@ def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) 
     parts, values, heads = k["km_part"], k["km_val"], k["km_head"]
     code, arg = coded[:, 4].astype(np.int64), coded[:, 5].astype(np.int64)
     messages[code == MSG_BIND] = "kube-scheduler: least allocated node"
+    names = np.array(c.problem.job_names, object)
+    for what, why in ((MSG_TIMEOUT, "PodsReadyTimeout"), (MSG_POD_TIMEOUT, "kueue")):
+        rows = np.flatnonzero(code == what)
+        reasons[rows] = why
+        messages[rows] = "Exceeded the PodsReady timeout " + names[job[rows]]
+    strategy = scenario.scheduler.kueue.wait_for_pods_ready.requeuing_strategy
+    rows = np.flatnonzero(code == MSG_DEACTIVATED)
+    reasons[rows] = "RequeuingLimitExceeded"
+    messages[rows] = f"exceeding the maximum number of re-queuing retries ({strategy.backoff_limit_count})"
+    b = coded[:, 6].astype(np.int64)
+    for row in np.flatnonzero(code == MSG_REQUEUED):
+        reasons[row] = "PodsReadyTimeout"
+        messages[row] = f"requeue {arg[row]}, back in the queue after {b[row]}s"
 
     def reason(x: int) -> str:
         what, f, r = parts[x]
@@ -822,13 +957,13 @@ def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) 
         return (f"insufficient unused quota for {name} in flavor {flavor}, "
                 f"{format_quantity(name, value[0] - value[1])} more needed")
 
-    for row in np.flatnonzero(code > MSG_BIND):
+    for row in np.flatnonzero(code >= MSG_QUOTA_RESERVED):
         head = heads[arg[row]]
         what = head[H_KIND]
         if what == MSG_QUOTA_RESERVED:
             reasons[row] = "QuotaReserved"
-            names = ", ".join(sorted(flavors[f] for f in range(len(flavors)) if head[H_X] >> f & 1))
-            messages[row] = f"Quota reserved in ClusterQueue {cq_names[cq_of[job[row]]]}; flavors {names}"
+            chosen = ", ".join(sorted(flavors[f] for f in range(len(flavors)) if head[H_X] >> f & 1))
+            messages[row] = f"Quota reserved in ClusterQueue {cq_names[cq_of[job[row]]]}; flavors {chosen}"
             continue
         reasons[row] = WAITING_FOR_QUOTA
         if what == MSG_NO_LONGER_FITS:
