@@ -55,6 +55,13 @@ from .core_state import (
     state_new,
 )
 from .kueue import (
+    ANY,
+    HUMAN_READABLE_REASONS,
+    IN_CLUSTER_QUEUE,
+    IN_COHORT_RECLAIM_WHILE_BORROWING,
+    IN_COHORT_RECLAMATION,
+    LOWER_OR_NEWER_EQUAL,
+    LOWER_PRIORITY,
     MAY_STOP_SEARCH,
     NEVER,
     NO_LONGER_FITS,
@@ -72,14 +79,23 @@ from .simulate import RunRecord
 NO_FIT, NO_CANDIDATES, PREEMPT, FIT = 0, 1, 2, 3
 """Flavor assignment modes, worst first (``kueue.py``)."""
 
-KINDS = EVENT_KINDS + ("QuotaReserved", "Pending", "Requeued", "Deactivated")
-EV_QUOTA_RESERVED, EV_PENDING, EV_REQUEUED, EV_DEACTIVATED = range(len(EVENT_KINDS), len(KINDS))
-(MSG_BIND, MSG_TIMEOUT, MSG_POD_TIMEOUT, MSG_REQUEUED, MSG_DEACTIVATED, MSG_QUOTA_RESERVED, MSG_NO_LONGER_FITS,
- MSG_UNAVAILABLE, MSG_REASONS) = range(MSG_RESTART + 1, MSG_RESTART + 10)
+KINDS = EVENT_KINDS + ("QuotaReserved", "Pending", "Requeued", "Deactivated", "Preempted")
+EV_QUOTA_RESERVED, EV_PENDING, EV_REQUEUED, EV_DEACTIVATED, EV_PREEMPTED = range(len(EVENT_KINDS), len(KINDS))
+(MSG_BIND, MSG_TIMEOUT, MSG_POD_TIMEOUT, MSG_REQUEUED, MSG_DEACTIVATED, MSG_PREEMPTED, MSG_POD_PREEMPTED,
+ MSG_QUOTA_RESERVED, MSG_NO_LONGER_FITS, MSG_UNAVAILABLE, MSG_REASONS, MSG_PREEMPTING) = range(MSG_RESTART + 1,
+                                                                                            MSG_RESTART + 13)
 """Message codes after the Volcano ones; from MSG_QUOTA_RESERVED on, a message's arguments are a row
 of ``s.km_head``."""
-BY_NONE, BY_TIMEOUT = range(2)
+BY_NONE, BY_TIMEOUT, BY_PREEMPTED = range(3)
 """What evicted a workload last (``Workload.evicted_by``)."""
+P_NEVER, P_LOWER, P_LOWER_OR_NEWER, P_ANY = range(4)
+POLICIES = (NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL, ANY)
+"""Preemption policies (``_policy_allows``) as codes."""
+WITHIN_CQ, HIERARCHICAL_RECLAIM, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = range(1, 5)
+"""``classifyPreemptionVariant``; 0: not a candidate."""
+REASON_OF_VARIANT = (IN_CLUSTER_QUEUE, IN_CLUSTER_QUEUE, IN_COHORT_RECLAMATION, IN_COHORT_RECLAMATION,
+                     IN_COHORT_RECLAIM_WHILE_BORROWING)
+"""A target's Preempted reason, by its variant."""
 R_ENABLE, R_TIMEOUT, R_BLOCK, R_EVICTION_TIMESTAMP, R_LIMIT, R_BASE, R_MAX = range(7)
 """Slots of ``s.kr_arg``: waitForPodsReady (backoffLimitCount -1 = unset)."""
 TIMER = 5
@@ -90,24 +106,30 @@ unused quota."""
 H_KIND, H_PODSET, H_LO, H_HI, H_X = range(5)
 """Columns of ``s.km_head`` and ``s.e_msg``: message code, podset, reasons range, and a resource
 (MSG_UNAVAILABLE) or the admitted flavors as a bit mask (MSG_QUOTA_RESERVED)."""
-K_ADMITTED, K_PARTS, K_HEADS, K_EVICTS = range(4)
+K_ADMITTED, K_PARTS, K_HEADS, K_EVICTS, K_TARGETS, K_CYCLE = range(6)
 """Slots of ``s.k_ints``: admitted workloads, reasons and message rows used."""
 
 KUEUE_STATIC = (
     "kq_parent", "kq_post_lo", "kq_post", "kq_kid_lo", "kq_kids", "kq_subtree", "kq_local", "kq_potential",
     "kq_has_bl", "kq_bl", "kq_height", "kq_strict", "kq_while_borrowing", "kq_stop_borrow", "kq_stop_preempt",
     "kq_group", "kg_lo", "kg_flavors", "kw_cq", "kw_uid", "kw_ps_lo", "ps_count", "ps_min", "ps_req_lo",
-    "ps_req_r", "ps_req_v", "t_podset", "kf_nodes", "kr_arg",
+    "ps_req_r", "ps_req_v", "t_podset", "kf_nodes", "kr_arg", "kq_within", "kq_reclaim", "kq_threshold",
 )
 B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
 KUEUE_MUTABLE = {
     # the quota tree's usage and the admitted workloads (ClusterQueue.workloads, KueueSession.admitted)
     "kq_use": ("C Fl Rk", 0, F), "kw_admitted": ("J", False, B), "kw_use": ("J Fl Rk", 0, F),
     "kw_has": ("J Fl Rk", False, B), "kw_flav": ("Ps Rk", -1, I), "kw_count": ("Ps", 0, I),
-    "kw_parked": ("J", False, B), "k_adm": ("J", 0, I), "k_ints": ("4", 0, I), "kw_at": ("J", 0, F),
+    "kw_parked": ("J", False, B), "k_adm": ("J", 0, I), "k_ints": ("6", 0, I), "kw_at": ("J", 0, F),
     # waitForPodsReady: the last eviction, the backoff, the deactivated workloads
     "kw_evicted": ("J", False, B), "kw_by": ("J", BY_NONE, I), "kw_evicted_at": ("J", np.nan, F),
     "kw_requeue_at": ("J", -np.inf, F), "kw_requeues": ("J", 0, I), "kw_inactive": ("J", False, B),
+    # preemption: candidates, the targets of a cycle's entries, the workloads a cycle preempts
+    "kc_job": ("J", 0, I), "kc_var": ("J", 0, I), "kc_lca": ("J", -1, I), "kc_list": ("J", 0, I),
+    "kc_order": ("J", 0, I), "kc_tmp": ("J", 0, I),
+    "tg_job": ("Tg", 0, I), "tg_var": ("Tg", 0, I), "e_tg": ("C+2 2", 0, I), "kw_stamp": ("J", -1, I),
+    "kt_req": ("Fl Rk", 0, F), "kt_has": ("Fl Rk", False, B), "kt_need": ("Fl Rk", False, B),
+    "kt_rem": ("Fl Rk", 0, F), "k_stack": ("Nq", 0, I),
     # messages: the reasons of each Pending one, and each logged message's row
     "km_part": ("Mp 3", 0, I), "km_val": ("Mp 3", 0, F), "km_head": ("E 5", 0, I),
     # one session's scratch: tree walks, heads, entries (one per ClusterQueue, then two for the
@@ -116,7 +138,7 @@ KUEUE_MUTABLE = {
     "e_job": ("C+2", -1, I), "e_mode": ("C+2", 0, I), "e_borrow": ("C+2", 0, I), "e_use": ("C+2 Fl Rk", 0, F),
     "e_has": ("C+2 Fl Rk", False, B), "e_flav": ("C+2 Mx Rk", -1, I), "e_counts": ("C+2 Mx", 0, I),
     "e_msg": ("C+2 5", 0, I), "e_order": ("C", 0, I), "k_free": ("N R", 0, F), "k_placed": ("Mx", 0, I),
-    "k_binds": ("T 2", 0, I), "k_evicts": ("T", 0, I), "k_phase": ("J", 0, I8), "k_live": ("J", 0, I),
+    "k_binds": ("T 2", 0, I), "k_evicts": ("2*T+1 3", 0, I), "k_phase": ("J", 0, I8), "k_live": ("J", 0, I),
 }
 """The Kueue run's own mutable arrays (shapes in the sizes of :func:`_kueue_mutable`)."""
 KueueFields = namedtuple("KueueFields", CoreFields._fields + KUEUE_STATIC + tuple(KUEUE_MUTABLE))
@@ -205,18 +227,267 @@ def add_usage(s, cq, j, sign):
 
 
 @jit
-def workload_fits(s, cq, slot, allow_borrowing):
-    """``workloadFits`` for the usage of entry ``slot``."""
+def workload_fits(s, cq, use, has, allow_borrowing):
+    """``workloadFits`` for the requests ``use`` on the flavor-resources ``has``."""
     for f in range(s.kq_use.shape[1]):
         for r in range(s.kq_use.shape[2]):
-            if not s.e_has[slot, f, r]:
+            if not has[f, r]:
                 continue
-            v = s.e_use[slot, f, r]
+            v = use[f, r]
             if not allow_borrowing and borrowing_with(s, cq, f, r, v):
                 return False
             if v > available(s, cq, f, r) + 1e-9:
                 return False
     return True
+
+
+# -------------------------------------------------------------------------------- preemption
+
+
+@jit
+def within_nominal(s, n, need):
+    """``IsWithinNominalInResources`` over the flavor-resources ``need``."""
+    for f in range(need.shape[0]):
+        for r in range(need.shape[1]):
+            if need[f, r] and borrowing_with(s, n, f, r, 0.0):
+                return False
+    return True
+
+
+@jit
+def fits_in_quota(s, n, need):
+    """``QuantitiesFitInQuota`` on ``s.kt_rem`` (over ``need``): whether it fits node ``n``'s unused
+    subtree quota; what does not is left in ``s.kt_rem`` for the parent."""
+    fits = True
+    for f in range(need.shape[0]):
+        for r in range(need.shape[1]):
+            if need[f, r]:
+                unused = max(0.0, s.kq_subtree[n, f, r] - usage(s, n, f, r))
+                s.kt_rem[f, r] = max(0.0, s.kt_rem[f, r] - unused)
+                fits = fits and s.kt_rem[f, r] == 0
+    return fits
+
+
+@jit
+def policy_allows(s, policy, preemptor, candidate):
+    """``_policy_allows``."""
+    if policy == P_ANY:
+        return True
+    if policy == P_LOWER:
+        return s.j_prio[preemptor] > s.j_prio[candidate]
+    if policy == P_LOWER_OR_NEWER:
+        return s.j_prio[preemptor] > s.j_prio[candidate] or (
+            s.j_prio[preemptor] == s.j_prio[candidate]
+            and queue_timestamp(s, preemptor, True) < queue_timestamp(s, candidate, True))
+    return False
+
+
+@jit
+def uses(s, w, need):
+    for f in range(need.shape[0]):
+        for r in range(need.shape[1]):
+            if need[f, r] and s.kw_has[w, f, r]:
+                return True
+    return False
+
+
+@jit
+def classify(s, cq, preemptor, w, need, advantage):
+    """``_classify``: the candidate's preemption variant, 0 when it cannot be preempted."""
+    if not uses(s, w, need):
+        return 0
+    same = s.kw_cq[w] == cq
+    if not policy_allows(s, s.kq_within[cq] if same else s.kq_reclaim[cq], preemptor, w):
+        return 0
+    if same:
+        return WITHIN_CQ
+    if advantage:
+        return HIERARCHICAL_RECLAIM
+    if not s.kq_while_borrowing[cq]:
+        return RECLAIM_WITHOUT_BORROWING
+    threshold = s.kq_threshold[cq]
+    if s.j_prio[w] >= s.j_prio[preemptor] or (not math.isnan(threshold) and s.j_prio[w] > threshold):
+        return RECLAIM_WITHOUT_BORROWING
+    return RECLAIM_WHILE_BORROWING
+
+
+@jit
+def add_candidates(s, other, lca, cq, preemptor, need, advantage, group, n):
+    """``_from_cq``: the admitted workloads of ClusterQueue ``other`` that can be preempted, as
+    candidates of list ``group`` (0 hierarchy, 1 priority, 2 same ClusterQueue); the new count."""
+    for i in range(s.k_ints[K_ADMITTED]):
+        w = s.k_adm[i]
+        if s.kw_cq[w] != other:
+            continue
+        variant = classify(s, cq, preemptor, w, need, advantage)
+        if variant:
+            s.kc_job[n], s.kc_var[n], s.kc_lca[n], s.kc_list[n] = w, variant, lca, group
+            n += 1
+    return n
+
+
+@jit
+def collect_in_subtree(s, cohort, skip, cq, preemptor, need, advantage, n):
+    """``_collect_in_subtree``: candidates in the subtrees below ``cohort`` that exceed their quota
+    (in any order: they are sorted by :func:`candidate_before`)."""
+    stack, top = s.k_stack, 0
+    for i in range(s.kq_kid_lo[cohort], s.kq_kid_lo[cohort + 1]):
+        stack[top] = s.kq_kids[i]
+        top += 1
+    n_cqs = s.kq_use.shape[0]
+    while top > 0:
+        top -= 1
+        child = stack[top]
+        if child == skip or child == cq or within_nominal(s, child, need):
+            continue
+        if child >= n_cqs:
+            for i in range(s.kq_kid_lo[child], s.kq_kid_lo[child + 1]):
+                stack[top] = s.kq_kids[i]
+                top += 1
+        else:
+            n = add_candidates(s, child, cohort, cq, preemptor, need, advantage, 0 if advantage else 1, n)
+    return n
+
+
+@jit
+def candidate_before(s, a, b, cq):
+    """The attempt order: evicted first, then hierarchy, priority, same-ClusterQueue candidates,
+    each by ``candidates_ordering`` (other ClusterQueues first, lower priority, newest, UID)."""
+    x, y = s.kc_job[a], s.kc_job[b]
+    if s.kw_evicted[x] != s.kw_evicted[y]:
+        return s.kw_evicted[x]
+    if s.kc_list[a] != s.kc_list[b]:
+        return s.kc_list[a] < s.kc_list[b]
+    if (s.kw_cq[x] == cq) != (s.kw_cq[y] == cq):
+        return s.kw_cq[y] == cq
+    if s.j_prio[x] != s.j_prio[y]:
+        return s.j_prio[x] < s.j_prio[y]
+    if s.kw_at[x] != s.kw_at[y]:
+        return s.kw_at[x] > s.kw_at[y]
+    return s.kw_uid[x] < s.kw_uid[y]
+
+
+@jit
+def sort_candidates(s, n, cq):
+    """Merge sort of the candidates 0..n-1 (rows of ``s.kc_*``) into ``s.kc_order``."""
+    order, tmp = s.kc_order, s.kc_tmp
+    for i in range(n):
+        order[i] = i
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            a, b, k = lo, mid, lo
+            while a < mid or b < hi:
+                if b >= hi or (a < mid and not candidate_before(s, order[b], order[a], cq)):
+                    tmp[k] = order[a]
+                    a += 1
+                else:
+                    tmp[k] = order[b]
+                    b += 1
+                k += 1
+        for i in range(n):
+            order[i] = tmp[i]
+        width *= 2
+
+
+@jit
+def valid(s, c, cq, need, allow_borrowing):
+    """``_valid``: a cross-ClusterQueue candidate's queue and its ancestors below the LCA still borrow."""
+    w = s.kc_job[c]
+    other = s.kw_cq[w]
+    if other == cq:
+        return True
+    if allow_borrowing and s.kc_var[c] == RECLAIM_WITHOUT_BORROWING:
+        return False
+    if within_nominal(s, other, need):
+        return False
+    node = s.kq_parent[other]
+    while node >= 0 and node != s.kc_lca[c]:
+        if within_nominal(s, node, need):
+            return False
+        node = s.kq_parent[node]
+    return True
+
+
+@jit
+def fill_back(s, cq, use, has, base, n, allow_borrowing):
+    """``_fill_back``: in reverse order, put back every target but the last that is not needed;
+    the count left."""
+    for i in range(n - 2, -1, -1):
+        w = s.tg_job[base + i]
+        add_usage(s, s.kw_cq[w], w, 1)
+        if workload_fits(s, cq, use, has, allow_borrowing):
+            for k in range(base + i, base + n - 1):
+                s.tg_job[k], s.tg_var[k] = s.tg_job[k + 1], s.tg_var[k + 1]
+            n -= 1
+        else:
+            add_usage(s, s.kw_cq[w], w, -1)
+    return n
+
+
+@jit
+def minimal(s, cq, use, has, need, n_candidates, allow_borrowing):
+    """``_minimal``: remove candidates in order until the requests fit, then fill back; the targets
+    at ``s.tg_job[K_TARGETS...]``, their count (0 when no set suffices)."""
+    base, n, fits = s.k_ints[K_TARGETS], 0, False
+    for i in range(n_candidates):
+        c = s.kc_order[i]
+        if not valid(s, c, cq, need, allow_borrowing):
+            continue
+        if base + n >= s.tg_job.size:
+            s.ints[I_OVERFLOW] = 1
+            break
+        w = s.kc_job[c]
+        add_usage(s, s.kw_cq[w], w, -1)
+        s.tg_job[base + n], s.tg_var[base + n] = w, s.kc_var[c]
+        n += 1
+        if workload_fits(s, cq, use, has, allow_borrowing):
+            fits = True
+            break
+    if fits:
+        n = fill_back(s, cq, use, has, base, n, allow_borrowing)
+    for i in range(n):
+        w = s.tg_job[base + i]
+        add_usage(s, s.kw_cq[w], w, 1)
+    return n if fits else 0
+
+
+@jit
+def get_targets(s, j, cq, use, has, need):
+    """``_classical_targets``: the workloads to preempt so that the requests ``use`` (on ``has``)
+    fit, given the flavor-resources ``need`` that need preemption; their count, 0 if none suffice."""
+    n = 0
+    if s.kq_within[cq] != P_NEVER:
+        n = add_candidates(s, cq, -1, cq, j, need, False, 2, n)
+    if s.kq_parent[cq] >= 0 and s.kq_reclaim[cq] != P_NEVER:
+        for f in range(need.shape[0]):
+            for r in range(need.shape[1]):
+                s.kt_rem[f, r] = use[f, r] if need[f, r] and has[f, r] else 0.0
+        wanted = need & has
+        advantage = fits_in_quota(s, cq, wanted)
+        previous, node = -1, s.kq_parent[cq]
+        while node >= 0:
+            n = collect_in_subtree(s, node, previous, cq, j, need, advantage, n)
+            advantage = fits_in_quota(s, node, wanted) or advantage
+            previous, node = node, s.kq_parent[node]
+    reclaim = False
+    hierarchy = False
+    for c in range(n):
+        reclaim = reclaim or s.kc_list[c] < 2
+        hierarchy = hierarchy or s.kc_list[c] == 0
+    sort_candidates(s, n, cq)
+    forbidden = not s.kq_while_borrowing[cq]
+    under_nominal = True
+    for f in range(need.shape[0]):
+        for r in range(need.shape[1]):
+            if need[f, r]:
+                under_nominal = under_nominal and usage(s, cq, f, r) < s.kq_subtree[cq, f, r]
+    if not reclaim or (forbidden and not under_nominal):
+        return minimal(s, cq, use, has, need, n, True)
+    first = not (forbidden and not hierarchy)
+    found = minimal(s, cq, use, has, need, n, first)
+    return found if found else minimal(s, cq, use, has, need, n, not first)
 
 
 # -------------------------------------------------------------------------------- flavor assignment
@@ -235,9 +506,9 @@ def add_part(s, kind, f, r, a, b, c):
 
 
 @jit
-def fits_resource_quota(s, cq, f, r, value, request):
+def fits_resource_quota(s, j, cq, f, r, value, request):
     """``_fits_resource_quota``: (mode, borrowing height); a reason is added when it does not fit.
-    A Preempt finds no targets: the core runs only ClusterQueues that never preempt."""
+    A Preempt is checked by simulating the preemption of this flavor-resource alone."""
     available_now, capacity = available(s, cq, f, r), s.kq_potential[cq, f, r]
     if value > capacity:
         add_part(s, PART_CAPACITY, f, r, value, request, capacity)
@@ -247,7 +518,11 @@ def fits_resource_quota(s, cq, f, r, value, request):
         return FIT, borrow
     add_part(s, PART_UNUSED, f, r, value, available_now, 0.0)
     if value <= s.kq_subtree[cq, f, r] or may_reclaim or s.kq_while_borrowing[cq]:
-        return NO_CANDIDATES, borrow
+        s.kt_req[:, :] = 0.0
+        s.kt_has[:, :] = False
+        s.kt_req[f, r], s.kt_has[f, r] = value, True
+        found = get_targets(s, j, cq, s.kt_req, s.kt_has, s.kt_has) > 0
+        return (PREEMPT if found else NO_CANDIDATES), borrow
     return NO_FIT, borrow
 
 
@@ -295,7 +570,7 @@ def assign_counts(s, slot):
                     if s.kq_group[cq, r] != g:
                         continue
                     request = s.ps_req_v[k2] * count
-                    m, b = fits_resource_quota(s, cq, f, r, s.e_use[slot, f, r] + request, request)
+                    m, b = fits_resource_quota(s, j, cq, f, r, s.e_use[slot, f, r] + request, request)
                     mode, borrow = min(mode, m), max(borrow, b)
                 if best_mode < 0 or mode > best_mode or (mode == best_mode and borrow < best_borrow):
                     best_mode, best_borrow, best_flavor = mode, borrow, f
@@ -328,6 +603,26 @@ def copy_entry(s, src, dst):
     s.e_flav[dst] = s.e_flav[src]
     s.e_counts[dst] = s.e_counts[src]
     s.e_msg[dst] = s.e_msg[src]
+    s.e_tg[dst] = s.e_tg[src]
+
+
+@jit
+def attempt(s, slot):
+    """One assignment with the entry's counts and, for a Preempt, its targets (kept in the
+    cycle's target buffer); True if it fits or has targets."""
+    assign_counts(s, slot)
+    s.e_tg[slot, 0], s.e_tg[slot, 1] = s.k_ints[K_TARGETS], 0
+    if s.e_mode[slot] != PREEMPT:
+        return s.e_mode[slot] == FIT
+    j = s.e_job[slot]
+    cq = s.kw_cq[j]
+    for f in range(s.kt_need.shape[0]):
+        for r in range(s.kt_need.shape[1]):
+            s.kt_need[f, r] = s.e_has[slot, f, r] and s.e_use[slot, f, r] > available(s, cq, f, r)
+    n = get_targets(s, j, cq, s.e_use[slot], s.e_has[slot], s.kt_need)
+    s.e_tg[slot, 1] = n
+    s.k_ints[K_TARGETS] += n
+    return n > 0
 
 
 @jit
@@ -338,25 +633,23 @@ def assign_flavors(s, slot):
     lo_ps, n_ps = s.kw_ps_lo[j], s.kw_ps_lo[j + 1] - s.kw_ps_lo[j]
     for i in range(n_ps):
         s.e_counts[slot, i] = s.ps_count[lo_ps + i]
-    assign_counts(s, slot)
-    if s.e_mode[slot] == FIT:
+    if attempt(s, slot):
         return
     total = 0
     for i in range(n_ps):
         total += s.ps_count[lo_ps + i] - s.ps_min[lo_ps + i]
     if total == 0:
         return
-    attempt, found = s.e_job.size - 2, s.e_job.size - 1
-    s.e_job[attempt] = j
+    trial, found = s.e_job.size - 2, s.e_job.size - 1
+    s.e_job[trial] = j
     lo, hi, any_found = 1, total, False
     while lo <= hi:
         k = (lo + hi) // 2
         for i in range(n_ps):
             count, least = s.ps_count[lo_ps + i], s.ps_min[lo_ps + i]
-            s.e_counts[attempt, i] = count - ((count - least) * k) // total
-        assign_counts(s, attempt)
-        if s.e_mode[attempt] == FIT:
-            copy_entry(s, attempt, found)
+            s.e_counts[trial, i] = count - ((count - least) * k) // total
+        if attempt(s, trial):
+            copy_entry(s, trial, found)
             any_found, hi = True, k - 1
         else:
             lo = k + 1
@@ -453,9 +746,33 @@ def admit(s, now, slot):
 
 
 @jit
+def add_evictions(s, j, msg, ref):
+    """The job's running pods are evicted (``s.k_evicts``: task, message code, its argument)."""
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        st = s.status[t]
+        if st == RUNNING or st == BOUND or st == BINDING:
+            k = s.k_ints[K_EVICTS]
+            s.k_evicts[k, 0], s.k_evicts[k, 1], s.k_evicts[k, 2] = t, msg, ref
+            s.k_ints[K_EVICTS] = k + 1
+
+
+@jit
+def preempt(s, now, w, preemptor, variant):
+    """``_preempt``: the target is evicted, unless already preempted since its admission."""
+    if s.kw_by[w] == BY_PREEMPTED and not math.isnan(s.kw_evicted_at[w]) and s.kw_evicted_at[w] >= s.kw_at[w]:
+        return
+    s.kw_by[w], s.kw_evicted_at[w] = BY_PREEMPTED, now
+    log(s, now, EV_PREEMPTED, w, -1, -1, MSG_PREEMPTED, preemptor, variant)
+    add_evictions(s, w, MSG_POD_PREEMPTED, preemptor * 8 + variant)
+
+
+@jit
 def schedule(s, now, n):
     """One admission cycle (``schedule``) over the ``n`` heads; a head not admitted blocks its
     ClusterQueue for the session (StrictFIFO) or is parked until quota is freed (BestEffortFIFO)."""
+    s.k_ints[K_TARGETS] = 0
+    s.k_ints[K_CYCLE] += 1
+    cycle = s.k_ints[K_CYCLE]
     for e in range(n):
         assign_flavors(s, e)
         s.e_order[e] = e
@@ -470,8 +787,24 @@ def schedule(s, now, n):
         j = s.e_job[e]
         cq = s.kw_cq[j]
         if s.e_mode[e] == FIT:
-            if workload_fits(s, cq, e, True):
+            if workload_fits(s, cq, s.e_use[e], s.e_has[e], True):
                 admit(s, now, e)
+                continue
+            set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
+        elif s.e_mode[e] == PREEMPT and s.e_tg[e, 1] > 0:
+            lo, hi = s.e_tg[e, 0], s.e_tg[e, 0] + s.e_tg[e, 1]
+            taken = False
+            for k in range(lo, hi):
+                taken = taken or s.kw_stamp[s.tg_job[k]] == cycle
+            if not taken:
+                for k in range(lo, hi):
+                    s.kw_evicted[s.tg_job[k]] = True
+                    s.kw_stamp[s.tg_job[k]] = cycle
+                for k in range(lo, hi):
+                    preempt(s, now, s.tg_job[k], j, s.tg_var[k])
+                s.k_blocked[cq] = True
+                s.e_msg[e, H_KIND], s.e_msg[e, H_X] = MSG_PREEMPTING, hi - lo
+                log_message(s, now, EV_PENDING, j, e)
                 continue
             set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
         if s.kq_strict[cq]:
@@ -564,11 +897,7 @@ def pods_ready(s, now):
             continue
         s.kw_evicted[j], s.kw_by[j], s.kw_evicted_at[j] = True, BY_TIMEOUT, now
         log(s, now, EV_EVICTED, j, -1, -1, MSG_TIMEOUT, 0, 0)
-        for t in range(s.j_lo[j], s.j_lo[j + 1]):
-            st = s.status[t]
-            if st == RUNNING or st == BOUND or st == BINDING:
-                s.k_evicts[s.k_ints[K_EVICTS]] = t
-                s.k_ints[K_EVICTS] += 1
+        add_evictions(s, j, MSG_POD_TIMEOUT, 0)
         if not job_holds(s, j):
             kept -= 1
             give_back(s, now, j, False)
@@ -701,7 +1030,7 @@ def session_once(s, now):
     for k in range(n_binds):
         bind(s, now, s.k_binds[k, 0], s.k_binds[k, 1], MSG_BIND, 0, 0)
     for k in range(s.k_ints[K_EVICTS]):
-        evict_as(s, now, s.k_evicts[k], MSG_POD_TIMEOUT, 0)
+        evict_as(s, now, s.k_evicts[k, 0], s.k_evicts[k, 1], s.k_evicts[k, 2])
     for i in range(n_live):
         j = s.k_live[i]
         phase = s.k_phase[j]
@@ -763,9 +1092,6 @@ def unsupported(compiled) -> str | None:
         return "job status snapshots under Kueue"
     if conf.fair_sharing.enable:
         return "Kueue fair sharing"
-    for cq in scenario.kueue.cluster_queues:
-        if cq.preemption.within_cluster_queue != NEVER or cq.preemption.reclaim_within_cohort != NEVER:
-            return "Kueue preemption"
     if len(_names(scenario)[0]) > 62:
         return "more than 62 ResourceFlavors"
     return None
@@ -855,6 +1181,10 @@ def kueue_arrays(c) -> dict:
         "kq_height": np.array([n.height() if isinstance(n, Cohort) else 0 for n in nodes], np.int64),
         "kq_strict": np.array([cq.queueing_strategy == STRICT_FIFO for cq in cqs], bool),
         "kq_while_borrowing": np.array([cq.preemption.borrow_within_cohort != NEVER for cq in cqs], bool),
+        "kq_within": np.array([POLICIES.index(cq.preemption.within_cluster_queue) for cq in cqs], np.int64),
+        "kq_reclaim": np.array([POLICIES.index(cq.preemption.reclaim_within_cohort) for cq in cqs], np.int64),
+        "kq_threshold": np.array([np.nan if cq.preemption.max_priority_threshold is None
+                                  else cq.preemption.max_priority_threshold for cq in cqs], float),
         "kq_stop_borrow": np.array([cq.fungibility.when_can_borrow == MAY_STOP_SEARCH for cq in cqs], bool),
         "kq_stop_preempt": np.array([cq.fungibility.when_can_preempt == MAY_STOP_SEARCH for cq in cqs], bool),
         "kq_group": group_of,
@@ -892,7 +1222,7 @@ def _kueue_mutable(static: dict, n_events: int, scale: float) -> dict:
              "J": n_jobs, "Ps": len(static["ps_count"]), "Mx": max(int(np.diff(static["kw_ps_lo"]).max()), 1)
              if n_jobs else 1, "Nq": len(static["kq_parent"]), "N": len(static["node_alloc"]),
              "R": len(static["total"]), "T": len(static["t_job"]), "E": n_events,
-             "Mp": max(64, int(scale * (4 * n_jobs + 64)))}
+             "Mp": max(64, int(scale * (4 * n_jobs + 64))), "Tg": max(64, int(scale * (4 * n_jobs + 64)))}
     return {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
             for name, (shape, value, dtype) in KUEUE_MUTABLE.items()}
 
@@ -942,6 +1272,19 @@ def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) 
     reasons[rows] = "RequeuingLimitExceeded"
     messages[rows] = f"exceeding the maximum number of re-queuing retries ({strategy.backoff_limit_count})"
     b = coded[:, 6].astype(np.int64)
+    paths = [cq.path() for cq in build_tree(scenario.kueue).cqs.values()]
+
+    def preempted(preemptor: int, variant: int, target: int) -> str:
+        return (f"Preempted to accommodate a workload (UID: {names[preemptor]}) due to "
+                f"{HUMAN_READABLE_REASONS[REASON_OF_VARIANT[variant]]}; preemptor path: {paths[cq_of[preemptor]]}; "
+                f"preemptee path: {paths[cq_of[target]]}")
+
+    for row in np.flatnonzero(code == MSG_PREEMPTED):
+        reasons[row] = REASON_OF_VARIANT[b[row]]
+        messages[row] = preempted(arg[row], b[row], job[row])
+    for row in np.flatnonzero(code == MSG_POD_PREEMPTED):
+        reasons[row] = "kueue"
+        messages[row] = preempted(arg[row] // 8, arg[row] % 8, job[row])
     for row in np.flatnonzero(code == MSG_REQUEUED):
         reasons[row] = "PodsReadyTimeout"
         messages[row] = f"requeue {arg[row]}, back in the queue after {b[row]}s"
@@ -974,4 +1317,6 @@ def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) 
         else:
             messages[row] = (f"couldn't assign flavors to pod set {podsets[head[H_PODSET]]}: "
                              + ", ".join(reason(x) for x in range(head[H_LO], head[H_HI])))
+            if what == MSG_PREEMPTING:
+                messages[row] += f". Pending the preemption of {head[H_X]} workload(s)"
     return time, kind, job, task, node, reasons, messages
