@@ -34,8 +34,8 @@ def assert_same(scenario: spec.Scenario) -> labkit.Result:
     return fast
 
 
-def _quota(draw, resource: str, top: int, has_parent: bool) -> dict:
-    nominal = draw(st.integers(0, top))
+def _quota(draw, resource: str, top: int, has_parent: bool, least: int = 0) -> dict:
+    nominal = draw(st.integers(least, top))
     quota = {"name": resource, "nominalQuota": nominal}
     if has_parent and draw(st.booleans()):
         quota["borrowingLimit"] = draw(st.integers(0, top))
@@ -63,7 +63,7 @@ def kueue_scenarios(draw, preemption: bool = False, pods_ready: bool = False) ->
                 {"name": "a100", "resources": [_quota(draw, "nvidia.com/gpu", 8, "parentName" in cohort)]}]}]
         cohorts.append(cohort)
     cqs = []
-    for q in range(draw(st.integers(1, 4))):
+    for q in range(draw(st.integers(1, 3 if preemption else 4))):
         cq = {"name": f"cq{q}", "queueingStrategy": draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"])),
               "flavorFungibility": {"whenCanBorrow": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"])),
                                     "whenCanPreempt": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"]))},
@@ -73,8 +73,9 @@ def kueue_scenarios(draw, preemption: bool = False, pods_ready: bool = False) ->
         flavors = draw(st.sampled_from([["a100"], ["h100"], ["a100", "h100"], ["h100", "a100"]]))
         has_parent = "cohortName" in cq
         cq["resourceGroups"] = [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
-            {"name": f, "resources": [_quota(draw, "nvidia.com/gpu", 16, has_parent)]} for f in flavors]}]
-        if draw(st.booleans()):
+            {"name": f, "resources": [_quota(draw, "nvidia.com/gpu", 16, has_parent, 6 if preemption else 0)]}
+            for f in flavors]}]
+        if preemption or draw(st.booleans()):
             cq["resourceGroups"].append({"coveredResources": ["cpu"], "flavors": [
                 {"name": "cpu-any", "resources": [_quota(draw, "cpu", 64, has_parent)]}]})
         if preemption:
@@ -83,24 +84,25 @@ def kueue_scenarios(draw, preemption: bool = False, pods_ready: bool = False) ->
                 "reclaimWithinCohort": draw(st.sampled_from(["Never", "LowerPriority", "Any"]))}
             if draw(st.booleans()):
                 cq["preemption"]["borrowWithinCohort"] = {"policy": "LowerPriority",
-                                                          "maxPriorityThreshold": draw(st.sampled_from([0, 100]))}
+                                                          "maxPriorityThreshold": draw(st.sampled_from([0, 50]))}
         cqs.append(cq)
     namespaces = [f"ns{q}" for q in range(len(cqs))] + ["other"]
     jobs = []
-    for j in range(draw(st.integers(1, 8))):
+    for j in range(draw(st.integers(1, 10 if preemption else 8))):
         tasks = []
-        for k in range(draw(st.integers(1, 2))):
-            task = {"name": f"t{k}", "resources": {"nvidia.com/gpu": draw(st.integers(0, 8))}}
-            if draw(st.booleans()):
+        for k in range(draw(st.integers(1, 1 if preemption else 2))):
+            task = {"name": f"t{k}", "resources": {"nvidia.com/gpu": draw(st.integers(0, 4 if preemption else 8))}}
+            if draw(st.integers(0, 3 if preemption else 1)) == 0:
                 task["resources"]["cpu"] = draw(st.integers(1, 16))
             if draw(st.booleans()):
                 task["elastic"] = {"min": draw(st.integers(1, 2)), "max": draw(st.integers(2, 4))}
             else:
-                task["replicas"] = draw(st.integers(1, 3))
+                task["replicas"] = draw(st.integers(1, 2 if preemption else 3))
             tasks.append(task)
         jobs.append({"name": f"j{j}", "namespace": draw(st.sampled_from(namespaces)),
-                     "priorityClassName": draw(st.sampled_from(["low", "high"])),
-                     "submit": draw(st.integers(0, 3600)), "duration": draw(st.integers(60, 7200)),
+                     "priorityClassName": draw(st.sampled_from(["low", "mid", "high"])),
+                     "submit": draw(st.integers(0, 1200 if preemption else 3600)),
+                     "duration": draw(st.integers(60, 7200)),
                      "gracePeriod": draw(st.sampled_from([0, 30])), "tasks": tasks})
     ready = {"enable": False}
     if pods_ready:
@@ -114,7 +116,7 @@ def kueue_scenarios(draw, preemption: bool = False, pods_ready: bool = False) ->
     return spec.validate({
         "cluster": {"pools": pools},
         "tenants": [{"name": ns} for ns in namespaces],
-        "priorityClasses": [{"name": "low", "value": 0}, {"name": "high", "value": 100}],
+        "priorityClasses": [{"name": "low", "value": 0}, {"name": "mid", "value": 50}, {"name": "high", "value": 100}],
         "kueue": {"resourceFlavors": [f for f in flavors if any(f["name"] == used["name"] for node in cqs + cohorts
                                                                 for g in node.get("resourceGroups", [])
                                                                 for used in g["flavors"])],
@@ -126,9 +128,52 @@ def kueue_scenarios(draw, preemption: bool = False, pods_ready: bool = False) ->
     })
 
 
+@st.composite
+def contended_scenarios(draw) -> spec.Scenario:
+    """Preemption at work: 2-3 ClusterQueues lending each other a100 quota in one cohort (or two
+    nested ones), more gpus asked than there is, three priorities, random preemption policies."""
+    nested = draw(st.booleans())
+    cohorts = [{"name": "co0"}] + ([{"name": "co1", "parentName": "co0"}] if nested else [])
+    cqs = []
+    for q in range(draw(st.integers(2, 3))):
+        quota = _quota(draw, "nvidia.com/gpu", 8, True, 2)
+        preemption = {"withinClusterQueue": draw(st.sampled_from(["Never", "LowerPriority",
+                                                                   "LowerOrNewerEqualPriority"])),
+                      "reclaimWithinCohort": draw(st.sampled_from(["Never", "LowerPriority", "Any"]))}
+        if draw(st.booleans()):
+            preemption["borrowWithinCohort"] = {"policy": "LowerPriority",
+                                                "maxPriorityThreshold": draw(st.sampled_from([None, 0, 50]))}
+        cqs.append({"name": f"cq{q}", "cohortName": "co1" if nested and q else "co0", "preemption": preemption,
+                    "queueingStrategy": draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"])),
+                    "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
+                                        "flavors": [{"name": "a100", "resources": [quota]}]}]})
+    jobs = [{"name": f"j{j}", "namespace": f"ns{draw(st.integers(0, len(cqs) - 1))}",
+             "priorityClassName": draw(st.sampled_from(["low", "mid", "high"])), "submit": draw(st.integers(0, 900)),
+             "duration": draw(st.integers(300, 3600)), "gracePeriod": draw(st.sampled_from([0, 30])),
+             "tasks": [{"name": "w", "replicas": draw(st.integers(1, 2)),
+                        "resources": {"nvidia.com/gpu": draw(st.integers(1, 4))}}]}
+            for j in range(draw(st.integers(2, 10)))]
+    return spec.validate({
+        "cluster": {"pools": [{"name": "a100", "count": 2, "resources": {"nvidia.com/gpu": 8}, "labels": {"gpu": "a100"}}]},
+        "tenants": [{"name": f"ns{q}"} for q in range(len(cqs))],
+        "priorityClasses": [{"name": "low", "value": 0}, {"name": "mid", "value": 50}, {"name": "high", "value": 100}],
+        "kueue": {"resourceFlavors": [{"name": "a100", "nodeLabels": {"gpu": "a100"}}], "clusterQueues": cqs,
+                  "cohorts": cohorts, "localQueues": [{"name": "main", "namespace": f"ns{q}", "clusterQueue": f"cq{q}"}
+                                                      for q in range(len(cqs))]},
+        "jobs": jobs, "horizon": "8h",
+        "scheduler": {"kueue": {"waitForPodsReady": {"enable": draw(st.booleans()), "timeout": "5m"}}},
+    })
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=QUIET)
-@given(kueue_scenarios(pods_ready=True))
+@given(kueue_scenarios(preemption=True, pods_ready=True))
 def test_random_kueue_scenarios_admit_the_same(scenario):
+    assert_same(scenario)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=QUIET)
+@given(contended_scenarios())
+def test_contended_kueue_scenarios_preempt_the_same(scenario):
     assert_same(scenario)
 
 

@@ -1037,7 +1037,7 @@ def session_once(s, now):
         if s.kw_cq[j] < 0 or (s.kw_admitted[j] and not s.kw_evicted[j]):
             if phase == PH_PENDING:
                 phase = PH_INQUEUE
-        elif phase != PH_COMPLETED:
+        elif not s.kw_admitted[j] and phase != PH_COMPLETED:
             phase = PH_PENDING
         if set_phase(s, now, j, phase):
             changed = True
