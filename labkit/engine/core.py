@@ -177,6 +177,10 @@ def unsupported(compiled: Compiled) -> str | None:
     """What in this compiled scenario the numba core does not simulate, or None."""
     problem = compiled.problem
     policy = problem.policy
+    if compiled.scenario.scheduler.kueue is not None:
+        from .core_kueue import unsupported as kueue_unsupported
+
+        return kueue_unsupported(compiled)
     if policy.family == Family.SLURM:
         from .core_slurm import unsupported as slurm_unsupported
 
@@ -360,24 +364,31 @@ def mutable_arrays(st: dict, scale: float) -> dict:
 # ---------------------------------------------------------------------------------------- run
 
 
-_CACHE: OrderedDict[str, tuple[Compiled, dict, str | None] | None] = OrderedDict()
+_CACHE: OrderedDict[str, tuple[Compiled, dict, str | None]] = OrderedDict()
 _CACHE_SIZE = 4
 
 
-def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None] | None:
+def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
     """The compiled scenario, its static core arrays and what the core cannot simulate (None if
-    it can), cached by the scenario's content; None for a scenario scheduled by Kueue (its own
-    engine). Expanding and compiling take longer than a run of the core."""
+    it can), cached by the scenario's content. Expanding and compiling take longer than a run of
+    the core."""
     key = scenario.model_dump_json()
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    entry = None
-    if scheduler_of(scenario).kueue is None:
+    kueue = scheduler_of(scenario).kueue is not None
+    if kueue:
+        from .core_kueue import kueue_arrays
+        from .kueue import compile_kueue
+
+        compiled = compile_kueue(scenario)
+    else:
         compiled = compile_scenario(scenario)
-        missing = unsupported(compiled)
-        entry = (compiled, static_arrays(compiled) if missing is None else {}, missing)
-    _CACHE[key] = entry
+    missing = unsupported(compiled)
+    static = {}
+    if missing is None:
+        static = static_arrays(compiled) | (kueue_arrays(compiled) if kueue else {})
+    entry = _CACHE[key] = (compiled, static, missing)
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return entry
@@ -404,6 +415,10 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
     is raised, which jitted code cannot see."""
     from .core_clock import run as run_core
 
+    if compiled.scenario.scheduler.kueue is not None:
+        from .core_kueue import run as run_kueue
+
+        return run_kueue(compiled, static, scale)
     if compiled.problem.policy.family == Family.SLURM:
         from .core_slurm import run as run_slurm
 
@@ -458,8 +473,9 @@ _PLACED = {MSG_FITS_IDLE: "fits Idle on ", MSG_BACKFILL: "best-effort task place
            MSG_RECLAIMED_ROOM: "reclaimed room on "}
 
 
-def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> tuple:
-    """The (time, kind, job, task, node, reason, message) columns, with the reference engine's texts."""
+def _events(p: Problem, time: np.ndarray, coded: np.ndarray, kinds: tuple[str, ...] = EVENT_KINDS) -> tuple:
+    """The (time, kind, job, task, node, reason, message) columns, with the reference engine's texts
+    (``kinds``: the names of the kind codes, the Volcano ones first)."""
     kind, job, task, node, msg, a, b = (coded[:, k].astype(np.int64) for k in range(7))
     nodes, tasks = np.array(p.node_names + ("",), object), np.array(p.task_names + ("",), object)
     reasons = np.full(len(time), "", object)
@@ -486,5 +502,5 @@ def _events(p: Problem, time: np.ndarray, coded: np.ndarray) -> tuple:
     if len(rows):
         counts = np.array([f"{x} pods running" for x in range(int(a[rows].max()) + 1)], object)
         messages[rows] = counts[a[rows]]
-    names = np.array(EVENT_KINDS, object)[kind]
+    names = np.array(kinds, object)[kind]
     return time, names, job, task, node, reasons, messages

@@ -1105,14 +1105,20 @@ def _local_queue(local_queues: list, namespace: str, queue: str) -> Any:
     return named[0] if named else (mine[0] if len(mine) == 1 else None)
 
 
-def simulate_kueue(scenario: Scenario) -> Result:
-    """Run a scenario under Kueue on the simulated clock (``labkit.engine.simulate`` for the clock)."""
+def compile_kueue(scenario: Scenario) -> Compiled:
+    """The scenario compiled for a Kueue run: the clock's arrays of a Volcano placeholder (its conf
+    is unused: Kueue decides, not a session) and the scenario with its own scheduler section."""
     if scenario.kueue is None:
         raise SpecError("kueue", "a Kueue policy needs the scenario's kueue objects (clusterQueues, localQueues)")
     placeholder = scenario.model_copy(update={"scheduler": Scheduler(policy="volcano-shipped")})
-    compiled = compile_scenario(placeholder)  # the Volcano conf is unused: Kueue decides, not a session
-    compiled = dataclasses.replace(compiled, scenario=compiled.scenario.model_copy(
+    compiled = compile_scenario(placeholder)
+    return dataclasses.replace(compiled, scenario=compiled.scenario.model_copy(
         update={"scheduler": scheduler_of(scenario)}))
+
+
+def simulate_kueue(scenario: Scenario, compiled: Compiled | None = None) -> Result:
+    """Run a scenario under Kueue on the simulated clock (``labkit.engine.simulate`` for the clock)."""
+    compiled = compiled or compile_kueue(scenario)
     sim = Simulation(compiled, lambda p, s: Decisions())
     sim.session = KueueSession(compiled, sim)
     sim.run()

@@ -719,23 +719,22 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
     if session is None and engine != "reference":
         from . import core
 
-        prepared = core.prepare(scenario)  # cached by content; None for a Kueue scheduler
-        if prepared is not None:
-            compiled, static, missing = prepared
-            if missing is None:
-                with core.paused_gc(), progress_bar(progress, compiled.problem.n_jobs) as tell:
-                    record = core.run(compiled, static, progress=tell)
-                    result = result_of(compiled, record)
-                result.info["engine"] = "numba"
-                return result
-            if engine == "numba":
-                raise LabkitError(f"engine numba: the numba core does not simulate {missing}")
-            ran = f"reference (the numba core does not simulate {missing})"
-    if compiled is None:
-        if session is None and spec.scheduler_of(scenario).kueue is not None:
-            from .kueue import simulate_kueue
+        compiled, static, missing = core.prepare(scenario)  # cached by content
+        if missing is None:
+            with core.paused_gc(), progress_bar(progress, compiled.problem.n_jobs) as tell:
+                result = result_of(compiled, core.run(compiled, static, progress=tell))
+            result.info["engine"] = "numba"
+            return result
+        if engine == "numba":
+            raise LabkitError(f"engine numba: the numba core does not simulate {missing}")
+        ran = f"reference (the numba core does not simulate {missing})"
+    if session is None and spec.scheduler_of(scenario).kueue is not None:
+        from .kueue import simulate_kueue
 
-            return simulate_kueue(scenario)
+        result = simulate_kueue(scenario, compiled)
+        result.info["engine"] = ran
+        return result
+    if compiled is None:
         compiled = compile_scenario(scenario)
     sim = Simulation(compiled, session or run_session)
     with progress_bar(progress, compiled.problem.n_jobs) as tell:

@@ -1,0 +1,1322 @@
+"""Kueue's admission (``kueue.py``) in the numba core: the quota tree over cohorts, flavor
+assignment with partial admission, and admission cycles with one head per ClusterQueue under
+StrictFIFO or BestEffortFIFO; admitted workloads' pods placed on their flavors' nodes, least
+allocated first. Same semantics, tie-breaks and float sums as the reference engine.
+
+It has its own jitted entry point (:func:`run`), as the Slurm policies do (``core_slurm``); it
+shares the clock's records, event heap, live-job list and task books (``core_clock``,
+``core_account``) over a state struct holding the Volcano arrays plus the Kueue ones
+(:data:`KUEUE_STATIC`, :data:`KUEUE_MUTABLE`).
+
+The cohort tree is flat arrays: nodes are the ClusterQueues (0..C-1) then the Cohorts; a
+flavor-resource ``(flavor, resource)`` indexes the last two axes of the quota arrays. The static
+quotas (subtree quota, local quota, potential available, height) come from the reference
+engine's own tree; usage is summed on demand over each cohort's children, in their order.
+
+Python side: :func:`kueue_arrays` (the tree, the resource groups, the workloads' podsets),
+:func:`run` (buffers, the run, the record) and :func:`_events` (the reference engine's texts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from ..errors import LabkitError
+from ..spec.quantity import parse_duration, parse_quantity
+from .core import MAX_EVENTS, CoreFields, _size, mutable_arrays
+from .core import _events as core_events
+from .core_clock import apply_event as clock_apply_event
+from .core_clock import bind, evict, log, maybe_start, pop_event, push_event, set_phase
+from .core_state import (
+    ARRIVAL,
+    BINDING,
+    BOUND,
+    EV_EVICTED,
+    EVENT_KINDS,
+    I_EVENTS,
+    I_HEAP,
+    I_LIVE,
+    I_OVERFLOW,
+    I_RUNS,
+    I_SESSIONS,
+    MSG_RESTART,
+    PENDING,
+    PH_COMPLETED,
+    PH_INQUEUE,
+    PH_PENDING,
+    RELEASING,
+    RUNNING,
+    jit,
+    state_free,
+    state_new,
+)
+from .kueue import (
+    ANY,
+    HUMAN_READABLE_REASONS,
+    IN_CLUSTER_QUEUE,
+    IN_COHORT_RECLAIM_WHILE_BORROWING,
+    IN_COHORT_RECLAMATION,
+    LOWER_OR_NEWER_EQUAL,
+    LOWER_PRIORITY,
+    MAY_STOP_SEARCH,
+    NEVER,
+    NO_LONGER_FITS,
+    STRICT_FIFO,
+    WAITING_FOR_QUOTA,
+    Cohort,
+    _local_queue,
+    build_tree,
+    format_quantity,
+)
+from .simulate import RunRecord
+
+# -------------------------------------------------------------------------------- codes
+
+NO_FIT, NO_CANDIDATES, PREEMPT, FIT = 0, 1, 2, 3
+"""Flavor assignment modes, worst first (``kueue.py``)."""
+
+KINDS = EVENT_KINDS + ("QuotaReserved", "Pending", "Requeued", "Deactivated", "Preempted")
+EV_QUOTA_RESERVED, EV_PENDING, EV_REQUEUED, EV_DEACTIVATED, EV_PREEMPTED = range(len(EVENT_KINDS), len(KINDS))
+(MSG_BIND, MSG_TIMEOUT, MSG_POD_TIMEOUT, MSG_REQUEUED, MSG_DEACTIVATED, MSG_PREEMPTED, MSG_POD_PREEMPTED,
+ MSG_QUOTA_RESERVED, MSG_NO_LONGER_FITS, MSG_UNAVAILABLE, MSG_REASONS, MSG_PREEMPTING) = range(MSG_RESTART + 1,
+                                                                                            MSG_RESTART + 13)
+"""Message codes after the Volcano ones; from MSG_QUOTA_RESERVED on, a message's arguments are a row
+of ``s.km_head``."""
+BY_NONE, BY_TIMEOUT, BY_PREEMPTED = range(3)
+"""What evicted a workload last (``Workload.evicted_by``)."""
+P_NEVER, P_LOWER, P_LOWER_OR_NEWER, P_ANY = range(4)
+POLICIES = (NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL, ANY)
+"""Preemption policies (``_policy_allows``) as codes."""
+WITHIN_CQ, HIERARCHICAL_RECLAIM, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = range(1, 5)
+"""``classifyPreemptionVariant``; 0: not a candidate."""
+REASON_OF_VARIANT = (IN_CLUSTER_QUEUE, IN_CLUSTER_QUEUE, IN_COHORT_RECLAMATION, IN_COHORT_RECLAMATION,
+                     IN_COHORT_RECLAIM_WHILE_BORROWING)
+"""A target's Preempted reason, by its variant."""
+R_ENABLE, R_TIMEOUT, R_BLOCK, R_EVICTION_TIMESTAMP, R_LIMIT, R_BASE, R_MAX = range(7)
+"""Slots of ``s.kr_arg``: waitForPodsReady (backoffLimitCount -1 = unset)."""
+TIMER = 5
+"""simulate.TIMER: a transition the session scheduled, a PodsReady timeout or a backoff's end."""
+PART_CAPACITY, PART_UNUSED = range(2)
+"""Reasons a flavor does not fit (rows of ``s.km_part``): over the maximum capacity, or short of
+unused quota."""
+H_KIND, H_PODSET, H_LO, H_HI, H_X = range(5)
+"""Columns of ``s.km_head`` and ``s.e_msg``: message code, podset, reasons range, and a resource
+(MSG_UNAVAILABLE) or the admitted flavors as a bit mask (MSG_QUOTA_RESERVED)."""
+K_ADMITTED, K_PARTS, K_HEADS, K_EVICTS, K_TARGETS, K_CYCLE = range(6)
+"""Slots of ``s.k_ints``: admitted workloads, reasons and message rows used."""
+
+KUEUE_STATIC = (
+    "kq_parent", "kq_post_lo", "kq_post", "kq_kid_lo", "kq_kids", "kq_subtree", "kq_local", "kq_potential",
+    "kq_has_bl", "kq_bl", "kq_height", "kq_strict", "kq_while_borrowing", "kq_stop_borrow", "kq_stop_preempt",
+    "kq_group", "kg_lo", "kg_flavors", "kw_cq", "kw_uid", "kw_ps_lo", "ps_count", "ps_min", "ps_req_lo",
+    "ps_req_r", "ps_req_v", "t_podset", "kf_nodes", "kr_arg", "kq_within", "kq_reclaim", "kq_threshold",
+)
+B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
+KUEUE_MUTABLE = {
+    # the quota tree's usage and the admitted workloads (ClusterQueue.workloads, KueueSession.admitted)
+    "kq_use": ("C Fl Rk", 0, F), "kw_admitted": ("J", False, B), "kw_use": ("J Fl Rk", 0, F),
+    "kw_has": ("J Fl Rk", False, B), "kw_flav": ("Ps Rk", -1, I), "kw_count": ("Ps", 0, I),
+    "kw_parked": ("J", False, B), "k_adm": ("J", 0, I), "k_ints": ("6", 0, I), "kw_at": ("J", 0, F),
+    # waitForPodsReady: the last eviction, the backoff, the deactivated workloads
+    "kw_evicted": ("J", False, B), "kw_by": ("J", BY_NONE, I), "kw_evicted_at": ("J", np.nan, F),
+    "kw_requeue_at": ("J", -np.inf, F), "kw_requeues": ("J", 0, I), "kw_inactive": ("J", False, B),
+    # preemption: candidates, the targets of a cycle's entries, the workloads a cycle preempts
+    "kc_job": ("J", 0, I), "kc_var": ("J", 0, I), "kc_lca": ("J", -1, I), "kc_list": ("J", 0, I),
+    "kc_order": ("J", 0, I), "kc_tmp": ("J", 0, I),
+    "tg_job": ("Tg", 0, I), "tg_var": ("Tg", 0, I), "e_tg": ("C+2 2", 0, I), "kw_stamp": ("J", -1, I),
+    "kt_req": ("Fl Rk", 0, F), "kt_has": ("Fl Rk", False, B), "kt_need": ("Fl Rk", False, B),
+    "kt_rem": ("Fl Rk", 0, F), "k_stack": ("Nq", 0, I),
+    # messages: the reasons of each Pending one, and each logged message's row
+    "km_part": ("Mp 3", 0, I), "km_val": ("Mp 3", 0, F), "km_head": ("E 5", 0, I),
+    # one session's scratch: tree walks, heads, entries (one per ClusterQueue, then two for the
+    # partial-admission search), binds
+    "k_u": ("Nq", 0, F), "k_path": ("Nq", 0, I), "k_head": ("C", -1, I), "k_blocked": ("C", False, B),
+    "e_job": ("C+2", -1, I), "e_mode": ("C+2", 0, I), "e_borrow": ("C+2", 0, I), "e_use": ("C+2 Fl Rk", 0, F),
+    "e_has": ("C+2 Fl Rk", False, B), "e_flav": ("C+2 Mx Rk", -1, I), "e_counts": ("C+2 Mx", 0, I),
+    "e_msg": ("C+2 5", 0, I), "e_order": ("C", 0, I), "k_free": ("N R", 0, F), "k_placed": ("Mx", 0, I),
+    "k_binds": ("T 2", 0, I), "k_evicts": ("2*T+1 3", 0, I), "k_phase": ("J", 0, I8), "k_live": ("J", 0, I),
+}
+"""The Kueue run's own mutable arrays (shapes in the sizes of :func:`_kueue_mutable`)."""
+KueueFields = namedtuple("KueueFields", CoreFields._fields + KUEUE_STATIC + tuple(KUEUE_MUTABLE))
+"""The Kueue run's arrays: the Volcano core's, then the Kueue ones."""
+
+# -------------------------------------------------------------------------------- the quota tree
+
+
+@jit
+def usage(s, n, f, r):
+    """``QuotaNode.usage``: a ClusterQueue's own; a Cohort's, what its children use beyond their
+    local quota, summed in their order."""
+    n_cqs = s.kq_use.shape[0]
+    if n < n_cqs:
+        return s.kq_use[n, f, r]
+    u = s.k_u
+    for k in range(s.kq_post_lo[n], s.kq_post_lo[n + 1]):
+        m = s.kq_post[k]
+        if m < n_cqs:
+            u[m] = s.kq_use[m, f, r]
+            continue
+        total = 0.0
+        for i in range(s.kq_kid_lo[m], s.kq_kid_lo[m + 1]):
+            c = s.kq_kids[i]
+            total += max(0.0, u[c] - s.kq_local[c, f, r])
+        u[m] = total
+    return u[n]
+
+
+@jit
+def local_available(s, n, f, r):
+    return max(0.0, s.kq_local[n, f, r] - usage(s, n, f, r))
+
+
+@jit
+def borrowing_with(s, n, f, r, value):
+    return usage(s, n, f, r) + value > s.kq_subtree[n, f, r]
+
+
+@jit
+def available(s, n, f, r):
+    """``QuotaNode.available``: what node ``n`` can still use, borrowing from its ancestors within
+    their limits (worked from the root down)."""
+    path, k, m = s.k_path, 0, n
+    while m >= 0:
+        path[k] = m
+        k += 1
+        m = s.kq_parent[m]
+    root = path[k - 1]
+    value = max(0.0, s.kq_subtree[root, f, r] - usage(s, root, f, r))
+    for i in range(k - 2, -1, -1):
+        m = path[i]
+        local, used_here = s.kq_local[m, f, r], usage(s, m, f, r)
+        parent_available = value
+        if s.kq_has_bl[m, f, r]:
+            stored = s.kq_subtree[m, f, r] - local
+            used = max(0.0, used_here - local)
+            parent_available = max(0.0, min(parent_available, stored - used + s.kq_bl[m, f, r]))
+        value = max(0.0, local - used_here) + parent_available
+    return value
+
+
+@jit
+def lowest_subtree_that_fits(s, cq, f, r, value):
+    """``FindHeightOfLowestSubtreeThatFits``: (height, whether that subtree is below the root)."""
+    parent = s.kq_parent[cq]
+    if not (borrowing_with(s, cq, f, r, value) and parent >= 0):
+        return 0, parent >= 0
+    remaining = value - local_available(s, cq, f, r)
+    node = last = parent
+    while node >= 0:
+        if not borrowing_with(s, node, f, r, remaining):
+            return s.kq_height[node], s.kq_parent[node] >= 0
+        remaining -= local_available(s, node, f, r)
+        last, node = node, s.kq_parent[node]
+    return s.kq_height[last], s.kq_parent[last] >= 0
+
+
+@jit
+def add_usage(s, cq, j, sign):
+    """``ClusterQueue.add_workload`` (sign 1) / ``remove_workload`` (-1): the workload's usage."""
+    for f in range(s.kq_use.shape[1]):
+        for r in range(s.kq_use.shape[2]):
+            if s.kw_has[j, f, r]:
+                s.kq_use[cq, f, r] += sign * s.kw_use[j, f, r]
+
+
+@jit
+def workload_fits(s, cq, use, has, allow_borrowing):
+    """``workloadFits`` for the requests ``use`` on the flavor-resources ``has``."""
+    for f in range(s.kq_use.shape[1]):
+        for r in range(s.kq_use.shape[2]):
+            if not has[f, r]:
+                continue
+            v = use[f, r]
+            if not allow_borrowing and borrowing_with(s, cq, f, r, v):
+                return False
+            if v > available(s, cq, f, r) + 1e-9:
+                return False
+    return True
+
+
+# -------------------------------------------------------------------------------- preemption
+
+
+@jit
+def within_nominal(s, n, need):
+    """``IsWithinNominalInResources`` over the flavor-resources ``need``."""
+    for f in range(need.shape[0]):
+        for r in range(need.shape[1]):
+            if need[f, r] and borrowing_with(s, n, f, r, 0.0):
+                return False
+    return True
+
+
+@jit
+def fits_in_quota(s, n, need):
+    """``QuantitiesFitInQuota`` on ``s.kt_rem`` (over ``need``): whether it fits node ``n``'s unused
+    subtree quota; what does not is left in ``s.kt_rem`` for the parent."""
+    fits = True
+    for f in range(need.shape[0]):
+        for r in range(need.shape[1]):
+            if need[f, r]:
+                unused = max(0.0, s.kq_subtree[n, f, r] - usage(s, n, f, r))
+                s.kt_rem[f, r] = max(0.0, s.kt_rem[f, r] - unused)
+                fits = fits and s.kt_rem[f, r] == 0
+    return fits
+
+
+@jit
+def policy_allows(s, policy, preemptor, candidate):
+    """``_policy_allows``."""
+    if policy == P_ANY:
+        return True
+    if policy == P_LOWER:
+        return s.j_prio[preemptor] > s.j_prio[candidate]
+    if policy == P_LOWER_OR_NEWER:
+        return s.j_prio[preemptor] > s.j_prio[candidate] or (
+            s.j_prio[preemptor] == s.j_prio[candidate]
+            and queue_timestamp(s, preemptor, True) < queue_timestamp(s, candidate, True))
+    return False
+
+
+@jit
+def uses(s, w, need):
+    for f in range(need.shape[0]):
+        for r in range(need.shape[1]):
+            if need[f, r] and s.kw_has[w, f, r]:
+                return True
+    return False
+
+
+@jit
+def classify(s, cq, preemptor, w, need, advantage):
+    """``_classify``: the candidate's preemption variant, 0 when it cannot be preempted."""
+    if not uses(s, w, need):
+        return 0
+    same = s.kw_cq[w] == cq
+    if not policy_allows(s, s.kq_within[cq] if same else s.kq_reclaim[cq], preemptor, w):
+        return 0
+    if same:
+        return WITHIN_CQ
+    if advantage:
+        return HIERARCHICAL_RECLAIM
+    if not s.kq_while_borrowing[cq]:
+        return RECLAIM_WITHOUT_BORROWING
+    threshold = s.kq_threshold[cq]
+    if s.j_prio[w] >= s.j_prio[preemptor] or (not math.isnan(threshold) and s.j_prio[w] > threshold):
+        return RECLAIM_WITHOUT_BORROWING
+    return RECLAIM_WHILE_BORROWING
+
+
+@jit
+def add_candidates(s, other, lca, cq, preemptor, need, advantage, group, n):
+    """``_from_cq``: the admitted workloads of ClusterQueue ``other`` that can be preempted, as
+    candidates of list ``group`` (0 hierarchy, 1 priority, 2 same ClusterQueue); the new count."""
+    for i in range(s.k_ints[K_ADMITTED]):
+        w = s.k_adm[i]
+        if s.kw_cq[w] != other:
+            continue
+        variant = classify(s, cq, preemptor, w, need, advantage)
+        if variant:
+            s.kc_job[n], s.kc_var[n], s.kc_lca[n], s.kc_list[n] = w, variant, lca, group
+            n += 1
+    return n
+
+
+@jit
+def collect_in_subtree(s, cohort, skip, cq, preemptor, need, advantage, n):
+    """``_collect_in_subtree``: candidates in the subtrees below ``cohort`` that exceed their quota
+    (in any order: they are sorted by :func:`candidate_before`)."""
+    stack, top = s.k_stack, 0
+    for i in range(s.kq_kid_lo[cohort], s.kq_kid_lo[cohort + 1]):
+        stack[top] = s.kq_kids[i]
+        top += 1
+    n_cqs = s.kq_use.shape[0]
+    while top > 0:
+        top -= 1
+        child = stack[top]
+        if child == skip or child == cq or within_nominal(s, child, need):
+            continue
+        if child >= n_cqs:
+            for i in range(s.kq_kid_lo[child], s.kq_kid_lo[child + 1]):
+                stack[top] = s.kq_kids[i]
+                top += 1
+        else:
+            n = add_candidates(s, child, cohort, cq, preemptor, need, advantage, 0 if advantage else 1, n)
+    return n
+
+
+@jit
+def candidate_before(s, a, b, cq):
+    """The attempt order: evicted first, then hierarchy, priority, same-ClusterQueue candidates,
+    each by ``candidates_ordering`` (other ClusterQueues first, lower priority, newest, UID)."""
+    x, y = s.kc_job[a], s.kc_job[b]
+    if s.kw_evicted[x] != s.kw_evicted[y]:
+        return s.kw_evicted[x]
+    if s.kc_list[a] != s.kc_list[b]:
+        return s.kc_list[a] < s.kc_list[b]
+    if (s.kw_cq[x] == cq) != (s.kw_cq[y] == cq):
+        return s.kw_cq[y] == cq
+    if s.j_prio[x] != s.j_prio[y]:
+        return s.j_prio[x] < s.j_prio[y]
+    if s.kw_at[x] != s.kw_at[y]:
+        return s.kw_at[x] > s.kw_at[y]
+    return s.kw_uid[x] < s.kw_uid[y]
+
+
+@jit
+def sort_candidates(s, n, cq):
+    """Merge sort of the candidates 0..n-1 (rows of ``s.kc_*``) into ``s.kc_order``."""
+    order, tmp = s.kc_order, s.kc_tmp
+    for i in range(n):
+        order[i] = i
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            a, b, k = lo, mid, lo
+            while a < mid or b < hi:
+                if b >= hi or (a < mid and not candidate_before(s, order[b], order[a], cq)):
+                    tmp[k] = order[a]
+                    a += 1
+                else:
+                    tmp[k] = order[b]
+                    b += 1
+                k += 1
+        for i in range(n):
+            order[i] = tmp[i]
+        width *= 2
+
+
+@jit
+def valid(s, c, cq, need, allow_borrowing):
+    """``_valid``: a cross-ClusterQueue candidate's queue and its ancestors below the LCA still borrow."""
+    w = s.kc_job[c]
+    other = s.kw_cq[w]
+    if other == cq:
+        return True
+    if allow_borrowing and s.kc_var[c] == RECLAIM_WITHOUT_BORROWING:
+        return False
+    if within_nominal(s, other, need):
+        return False
+    node = s.kq_parent[other]
+    while node >= 0 and node != s.kc_lca[c]:
+        if within_nominal(s, node, need):
+            return False
+        node = s.kq_parent[node]
+    return True
+
+
+@jit
+def fill_back(s, cq, use, has, base, n, allow_borrowing):
+    """``_fill_back``: in reverse order, put back every target but the last that is not needed;
+    the count left."""
+    for i in range(n - 2, -1, -1):
+        w = s.tg_job[base + i]
+        add_usage(s, s.kw_cq[w], w, 1)
+        if workload_fits(s, cq, use, has, allow_borrowing):
+            for k in range(base + i, base + n - 1):
+                s.tg_job[k], s.tg_var[k] = s.tg_job[k + 1], s.tg_var[k + 1]
+            n -= 1
+        else:
+            add_usage(s, s.kw_cq[w], w, -1)
+    return n
+
+
+@jit
+def minimal(s, cq, use, has, need, n_candidates, allow_borrowing):
+    """``_minimal``: remove candidates in order until the requests fit, then fill back; the targets
+    at ``s.tg_job[K_TARGETS...]``, their count (0 when no set suffices)."""
+    base, n, fits = s.k_ints[K_TARGETS], 0, False
+    for i in range(n_candidates):
+        c = s.kc_order[i]
+        if not valid(s, c, cq, need, allow_borrowing):
+            continue
+        if base + n >= s.tg_job.size:
+            s.ints[I_OVERFLOW] = 1
+            break
+        w = s.kc_job[c]
+        add_usage(s, s.kw_cq[w], w, -1)
+        s.tg_job[base + n], s.tg_var[base + n] = w, s.kc_var[c]
+        n += 1
+        if workload_fits(s, cq, use, has, allow_borrowing):
+            fits = True
+            break
+    if fits:
+        n = fill_back(s, cq, use, has, base, n, allow_borrowing)
+    for i in range(n):
+        w = s.tg_job[base + i]
+        add_usage(s, s.kw_cq[w], w, 1)
+    return n if fits else 0
+
+
+@jit
+def get_targets(s, j, cq, use, has, need):
+    """``_classical_targets``: the workloads to preempt so that the requests ``use`` (on ``has``)
+    fit, given the flavor-resources ``need`` that need preemption; their count, 0 if none suffice."""
+    n = 0
+    if s.kq_within[cq] != P_NEVER:
+        n = add_candidates(s, cq, -1, cq, j, need, False, 2, n)
+    if s.kq_parent[cq] >= 0 and s.kq_reclaim[cq] != P_NEVER:
+        for f in range(need.shape[0]):
+            for r in range(need.shape[1]):
+                s.kt_rem[f, r] = use[f, r] if need[f, r] and has[f, r] else 0.0
+        wanted = need & has
+        advantage = fits_in_quota(s, cq, wanted)
+        previous, node = -1, s.kq_parent[cq]
+        while node >= 0:
+            n = collect_in_subtree(s, node, previous, cq, j, need, advantage, n)
+            advantage = fits_in_quota(s, node, wanted) or advantage
+            previous, node = node, s.kq_parent[node]
+    reclaim = False
+    hierarchy = False
+    for c in range(n):
+        reclaim = reclaim or s.kc_list[c] < 2
+        hierarchy = hierarchy or s.kc_list[c] == 0
+    sort_candidates(s, n, cq)
+    forbidden = not s.kq_while_borrowing[cq]
+    under_nominal = True
+    for f in range(need.shape[0]):
+        for r in range(need.shape[1]):
+            if need[f, r]:
+                under_nominal = under_nominal and usage(s, cq, f, r) < s.kq_subtree[cq, f, r]
+    if not reclaim or (forbidden and not under_nominal):
+        return minimal(s, cq, use, has, need, n, True)
+    first = not (forbidden and not hierarchy)
+    found = minimal(s, cq, use, has, need, n, first)
+    return found if found else minimal(s, cq, use, has, need, n, not first)
+
+
+# -------------------------------------------------------------------------------- flavor assignment
+
+
+@jit
+def add_part(s, kind, f, r, a, b, c):
+    """One reason a flavor does not fit, with its quantities."""
+    k = s.k_ints[K_PARTS]
+    if k >= s.km_part.shape[0]:
+        s.ints[I_OVERFLOW] = 1
+        return
+    s.km_part[k, 0], s.km_part[k, 1], s.km_part[k, 2] = kind, f, r
+    s.km_val[k, 0], s.km_val[k, 1], s.km_val[k, 2] = a, b, c
+    s.k_ints[K_PARTS] = k + 1
+
+
+@jit
+def fits_resource_quota(s, j, cq, f, r, value, request):
+    """``_fits_resource_quota``: (mode, borrowing height); a reason is added when it does not fit.
+    A Preempt is checked by simulating the preemption of this flavor-resource alone."""
+    available_now, capacity = available(s, cq, f, r), s.kq_potential[cq, f, r]
+    if value > capacity:
+        add_part(s, PART_CAPACITY, f, r, value, request, capacity)
+        return NO_FIT, 0
+    borrow, may_reclaim = lowest_subtree_that_fits(s, cq, f, r, value)
+    if value <= available_now:
+        return FIT, borrow
+    add_part(s, PART_UNUSED, f, r, value, available_now, 0.0)
+    if value <= s.kq_subtree[cq, f, r] or may_reclaim or s.kq_while_borrowing[cq]:
+        s.kt_req[:, :] = 0.0
+        s.kt_has[:, :] = False
+        s.kt_req[f, r], s.kt_has[f, r] = value, True
+        found = get_targets(s, j, cq, s.kt_req, s.kt_has, s.kt_has) > 0
+        return (PREEMPT if found else NO_CANDIDATES), borrow
+    return NO_FIT, borrow
+
+
+@jit
+def set_message(s, slot, kind, podset, lo, hi, x):
+    row = s.e_msg[slot]
+    row[H_KIND], row[H_PODSET], row[H_LO], row[H_HI], row[H_X] = kind, podset, lo, hi, x
+
+
+@jit
+def assign_counts(s, slot):
+    """``_assign_counts``: a flavor per resource group for each podset of the entry's workload,
+    with the pod counts in ``s.e_counts[slot]``; the outcome in the entry's arrays."""
+    j = s.e_job[slot]
+    cq = s.kw_cq[j]
+    s.e_use[slot] = 0.0
+    s.e_has[slot] = False
+    s.e_flav[slot] = -1
+    s.e_borrow[slot] = 0  # also for a NO_FIT
+    set_message(s, slot, 0, 0, 0, 0, 0)
+    worst, borrowing = FIT, 0
+    for i in range(s.kw_ps_lo[j + 1] - s.kw_ps_lo[j]):
+        ps = s.kw_ps_lo[j] + i
+        count = s.e_counts[slot, i]
+        lo, hi = s.ps_req_lo[ps], s.ps_req_lo[ps + 1]
+        for k in range(lo, hi):
+            if s.kq_group[cq, s.ps_req_r[k]] < 0:
+                s.e_mode[slot] = NO_FIT
+                set_message(s, slot, MSG_UNAVAILABLE, ps, 0, 0, s.ps_req_r[k])
+                return
+        for k in range(lo, hi):
+            g = s.kq_group[cq, s.ps_req_r[k]]
+            seen = False
+            for k0 in range(lo, k):
+                seen = seen or s.kq_group[cq, s.ps_req_r[k0]] == g
+            if seen:
+                continue
+            reasons = s.k_ints[K_PARTS]
+            best_mode, best_borrow, best_flavor = -1, 0, -1
+            for x in range(s.kg_lo[g], s.kg_lo[g + 1]):
+                f = s.kg_flavors[x]
+                mode, borrow = FIT, 0
+                for k2 in range(lo, hi):
+                    r = s.ps_req_r[k2]
+                    if s.kq_group[cq, r] != g:
+                        continue
+                    request = s.ps_req_v[k2] * count
+                    m, b = fits_resource_quota(s, j, cq, f, r, s.e_use[slot, f, r] + request, request)
+                    mode, borrow = min(mode, m), max(borrow, b)
+                if best_mode < 0 or mode > best_mode or (mode == best_mode and borrow < best_borrow):
+                    best_mode, best_borrow, best_flavor = mode, borrow, f
+                if (mode == FIT and (borrow == 0 or s.kq_stop_borrow[cq])) or (
+                        mode == PREEMPT and s.kq_stop_preempt[cq]):
+                    break
+            if best_mode == NO_FIT:
+                s.e_mode[slot] = NO_FIT
+                set_message(s, slot, MSG_REASONS, ps, reasons, s.k_ints[K_PARTS], 0)
+                return
+            worst, borrowing = min(worst, best_mode), max(borrowing, best_borrow)
+            for k2 in range(lo, hi):
+                r = s.ps_req_r[k2]
+                if s.kq_group[cq, r] == g:
+                    s.e_flav[slot, i, r] = best_flavor
+                    s.e_use[slot, best_flavor, r] += s.ps_req_v[k2] * count
+                    s.e_has[slot, best_flavor, r] = True
+            if best_mode == PREEMPT or best_mode == NO_CANDIDATES:
+                set_message(s, slot, MSG_REASONS, ps, reasons, s.k_ints[K_PARTS], 0)
+    s.e_mode[slot], s.e_borrow[slot] = worst, borrowing
+    if worst == FIT:
+        set_message(s, slot, 0, 0, 0, 0, 0)
+
+
+@jit
+def copy_entry(s, src, dst):
+    s.e_job[dst], s.e_mode[dst], s.e_borrow[dst] = s.e_job[src], s.e_mode[src], s.e_borrow[src]
+    s.e_use[dst] = s.e_use[src]
+    s.e_has[dst] = s.e_has[src]
+    s.e_flav[dst] = s.e_flav[src]
+    s.e_counts[dst] = s.e_counts[src]
+    s.e_msg[dst] = s.e_msg[src]
+    s.e_tg[dst] = s.e_tg[src]
+
+
+@jit
+def attempt(s, slot):
+    """One assignment with the entry's counts and, for a Preempt, its targets (kept in the
+    cycle's target buffer); True if it fits or has targets."""
+    assign_counts(s, slot)
+    s.e_tg[slot, 0], s.e_tg[slot, 1] = s.k_ints[K_TARGETS], 0
+    if s.e_mode[slot] != PREEMPT:
+        return s.e_mode[slot] == FIT
+    j = s.e_job[slot]
+    cq = s.kw_cq[j]
+    for f in range(s.kt_need.shape[0]):
+        for r in range(s.kt_need.shape[1]):
+            s.kt_need[f, r] = s.e_has[slot, f, r] and s.e_use[slot, f, r] > available(s, cq, f, r)
+    n = get_targets(s, j, cq, s.e_use[slot], s.e_has[slot], s.kt_need)
+    s.e_tg[slot, 1] = n
+    s.k_ints[K_TARGETS] += n
+    return n > 0
+
+
+@jit
+def assign_flavors(s, slot):
+    """``assign_flavors``: the full counts, else the smallest reduction toward the podsets' minimum
+    counts that fits (``podset_reducer.go``, a binary search)."""
+    j = s.e_job[slot]
+    lo_ps, n_ps = s.kw_ps_lo[j], s.kw_ps_lo[j + 1] - s.kw_ps_lo[j]
+    for i in range(n_ps):
+        s.e_counts[slot, i] = s.ps_count[lo_ps + i]
+    if attempt(s, slot):
+        return
+    total = 0
+    for i in range(n_ps):
+        total += s.ps_count[lo_ps + i] - s.ps_min[lo_ps + i]
+    if total == 0:
+        return
+    trial, found = s.e_job.size - 2, s.e_job.size - 1
+    s.e_job[trial] = j
+    lo, hi, any_found = 1, total, False
+    while lo <= hi:
+        k = (lo + hi) // 2
+        for i in range(n_ps):
+            count, least = s.ps_count[lo_ps + i], s.ps_min[lo_ps + i]
+            s.e_counts[trial, i] = count - ((count - least) * k) // total
+        if attempt(s, trial):
+            copy_entry(s, trial, found)
+            any_found, hi = True, k - 1
+        else:
+            lo = k + 1
+    if any_found:
+        copy_entry(s, found, slot)
+
+
+# -------------------------------------------------------------------------------- admission
+
+
+@jit
+def log_message(s, now, kind, j, slot):
+    """An event of ``kind`` for workload ``j`` with the message of entry ``slot``."""
+    h = s.k_ints[K_HEADS]
+    if h >= s.km_head.shape[0]:
+        s.ints[I_OVERFLOW] = 1
+        return
+    s.km_head[h] = s.e_msg[slot]
+    s.k_ints[K_HEADS] = h + 1
+    log(s, now, kind, j, -1, -1, s.e_msg[slot, H_KIND], h, 0)
+
+
+@jit
+def queue_timestamp(s, j, eviction):
+    """``queue_order_timestamp``: the eviction time after a PodsReady timeout (``eviction``:
+    requeuingStrategy timestamp Eviction), else the creation time."""
+    if eviction and s.kw_by[j] == BY_TIMEOUT and not math.isnan(s.kw_evicted_at[j]):
+        return s.kw_evicted_at[j]
+    return s.j_submit[j]
+
+
+@jit
+def order_before(s, a, b, eviction):
+    """``queue_order_key``: higher priority, earlier timestamp, then the UID."""
+    if s.j_prio[a] != s.j_prio[b]:
+        return s.j_prio[a] > s.j_prio[b]
+    ta, tb = queue_timestamp(s, a, eviction), queue_timestamp(s, b, eviction)
+    if ta != tb:
+        return ta < tb
+    return s.kw_uid[a] < s.kw_uid[b]
+
+
+@jit
+def heads(s, now, n_live):
+    """``_heads``: the first workload of each unblocked ClusterQueue's heap among the admissible
+    ones (not deactivated, not backing off); the entries' count."""
+    s.k_head[:] = -1
+    eviction = s.kr_arg[R_EVICTION_TIMESTAMP] > 0
+    for i in range(n_live):
+        j = s.k_live[i]
+        cq = s.kw_cq[j]
+        if cq < 0 or s.k_phase[j] == PH_COMPLETED or s.kw_admitted[j] or s.kw_parked[j] or s.k_blocked[cq]:
+            continue
+        if s.kw_inactive[j] or s.kw_requeue_at[j] > now:
+            continue
+        if s.k_head[cq] < 0 or order_before(s, j, s.k_head[cq], eviction):
+            s.k_head[cq] = j
+    n = 0
+    for cq in range(s.k_head.size):
+        if s.k_head[cq] >= 0:
+            s.e_job[n] = s.k_head[cq]
+            n += 1
+    return n
+
+
+@jit
+def entry_before(s, a, b):
+    """``schedule``'s order: entries that do not borrow first, then priority, FIFO, UID."""
+    if (s.e_borrow[a] > 0) != (s.e_borrow[b] > 0):
+        return s.e_borrow[b] > 0
+    return order_before(s, s.e_job[a], s.e_job[b], True)
+
+
+@jit
+def admit(s, now, slot):
+    """The entry's workload takes its quota: it is added to its ClusterQueue."""
+    j = s.e_job[slot]
+    s.kw_use[j] = s.e_use[slot]
+    s.kw_has[j] = s.e_has[slot]
+    lo = s.kw_ps_lo[j]
+    mask = 0
+    for i in range(s.kw_ps_lo[j + 1] - lo):
+        s.kw_count[lo + i] = s.e_counts[slot, i]
+        s.kw_flav[lo + i] = s.e_flav[slot, i]
+        for r in range(s.kw_flav.shape[1]):
+            if s.e_flav[slot, i, r] >= 0:
+                mask |= 1 << s.e_flav[slot, i, r]
+    s.kw_admitted[j], s.kw_evicted[j], s.kw_at[j], s.kw_requeue_at[j] = True, False, now, -math.inf
+    add_usage(s, s.kw_cq[j], j, 1)
+    s.k_adm[s.k_ints[K_ADMITTED]] = j
+    s.k_ints[K_ADMITTED] += 1
+    set_message(s, slot, MSG_QUOTA_RESERVED, 0, 0, 0, mask)
+    log_message(s, now, EV_QUOTA_RESERVED, j, slot)
+
+
+@jit
+def add_evictions(s, j, msg, ref):
+    """The job's running pods are evicted (``s.k_evicts``: task, message code, its argument)."""
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        st = s.status[t]
+        if st == RUNNING or st == BOUND or st == BINDING:
+            k = s.k_ints[K_EVICTS]
+            s.k_evicts[k, 0], s.k_evicts[k, 1], s.k_evicts[k, 2] = t, msg, ref
+            s.k_ints[K_EVICTS] = k + 1
+
+
+@jit
+def preempt(s, now, w, preemptor, variant):
+    """``_preempt``: the target is evicted, unless already preempted since its admission."""
+    if s.kw_by[w] == BY_PREEMPTED and not math.isnan(s.kw_evicted_at[w]) and s.kw_evicted_at[w] >= s.kw_at[w]:
+        return
+    s.kw_by[w], s.kw_evicted_at[w] = BY_PREEMPTED, now
+    log(s, now, EV_PREEMPTED, w, -1, -1, MSG_PREEMPTED, preemptor, variant)
+    add_evictions(s, w, MSG_POD_PREEMPTED, preemptor * 8 + variant)
+
+
+@jit
+def schedule(s, now, n):
+    """One admission cycle (``schedule``) over the ``n`` heads; a head not admitted blocks its
+    ClusterQueue for the session (StrictFIFO) or is parked until quota is freed (BestEffortFIFO)."""
+    s.k_ints[K_TARGETS] = 0
+    s.k_ints[K_CYCLE] += 1
+    cycle = s.k_ints[K_CYCLE]
+    for e in range(n):
+        assign_flavors(s, e)
+        s.e_order[e] = e
+    for i in range(1, n):
+        e, k = s.e_order[i], i
+        while k > 0 and entry_before(s, e, s.e_order[k - 1]):
+            s.e_order[k] = s.e_order[k - 1]
+            k -= 1
+        s.e_order[k] = e
+    for i in range(n):
+        e = s.e_order[i]
+        j = s.e_job[e]
+        cq = s.kw_cq[j]
+        if s.e_mode[e] == FIT:
+            if workload_fits(s, cq, s.e_use[e], s.e_has[e], True):
+                admit(s, now, e)
+                continue
+            set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
+        elif s.e_mode[e] == PREEMPT and s.e_tg[e, 1] > 0:
+            lo, hi = s.e_tg[e, 0], s.e_tg[e, 0] + s.e_tg[e, 1]
+            taken = False
+            for k in range(lo, hi):
+                taken = taken or s.kw_stamp[s.tg_job[k]] == cycle
+            if not taken:
+                for k in range(lo, hi):
+                    s.kw_evicted[s.tg_job[k]] = True
+                    s.kw_stamp[s.tg_job[k]] = cycle
+                for k in range(lo, hi):
+                    preempt(s, now, s.tg_job[k], j, s.tg_var[k])
+                s.k_blocked[cq] = True
+                s.e_msg[e, H_KIND], s.e_msg[e, H_X] = MSG_PREEMPTING, hi - lo
+                log_message(s, now, EV_PENDING, j, e)
+                continue
+            set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
+        if s.kq_strict[cq]:
+            s.k_blocked[cq] = True
+        else:
+            s.kw_parked[j] = True
+        log_message(s, now, EV_PENDING, j, e)
+
+
+@jit
+def job_holds(s, j):
+    """A pod of the job holds its node's resources."""
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if holds(s.status[t]):
+            return True
+    return False
+
+
+@jit
+def requeue(s, now, j):
+    """``_requeue``: after a PodsReady timeout the workload backs off base * 2^(n-1) seconds,
+    capped, or is deactivated past backoffLimitCount."""
+    s.kw_evicted[j] = False
+    if s.kw_by[j] != BY_TIMEOUT:
+        return
+    n = s.kw_requeues[j] = s.kw_requeues[j] + 1
+    limit = s.kr_arg[R_LIMIT]
+    if limit >= 0 and n > limit:
+        s.kw_inactive[j] = True
+        log(s, now, EV_DEACTIVATED, j, -1, -1, MSG_DEACTIVATED, 0, 0)
+        return
+    base, most = int(s.kr_arg[R_BASE]), int(s.kr_arg[R_MAX])
+    wait = base * 2 ** (n - 1) if base * 2.0 ** (n - 1) < most else most
+    s.kw_requeue_at[j] = now + wait
+    push_event(s, now + wait, TIMER, -1, 0)
+    log(s, now, EV_REQUEUED, j, -1, -1, MSG_REQUEUED, n, wait)
+
+
+@jit
+def give_back(s, now, j, finished):
+    """The workload's quota goes back; every parked head is retried; an evicted one is requeued."""
+    add_usage(s, s.kw_cq[j], j, -1)
+    s.kw_admitted[j] = False
+    s.kw_parked[:] = False
+    if not finished:
+        requeue(s, now, j)
+
+
+@jit
+def release(s, now):
+    """``_release``: finished workloads and evicted ones whose pods are gone give their quota
+    back, in the order they were admitted."""
+    n, kept = s.k_ints[K_ADMITTED], 0
+    for i in range(n):
+        j = s.k_adm[i]
+        finished = not s.is_live[j] or s.k_phase[j] == PH_COMPLETED
+        if finished or (s.kw_evicted[j] and not job_holds(s, j)):
+            give_back(s, now, j, finished)
+            continue
+        s.k_adm[kept] = j
+        kept += 1
+    s.k_ints[K_ADMITTED] = kept
+
+
+@jit
+def pods_ready(s, now):
+    """``_pods_ready``: evict an admitted workload whose pods do not all run within the timeout
+    (its running pods listed in ``s.k_evicts``); True when one still waits for its pods."""
+    if not s.kr_arg[R_ENABLE]:
+        return False
+    waiting = False
+    n, kept = s.k_ints[K_ADMITTED], 0
+    for i in range(n):
+        j = s.k_adm[i]
+        s.k_adm[kept] = j
+        kept += 1
+        if s.kw_evicted[j] or not s.is_live[j]:
+            continue
+        running, admitted = 0, 0
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            running += s.status[t] == RUNNING
+        for ps in range(s.kw_ps_lo[j], s.kw_ps_lo[j + 1]):
+            admitted += s.kw_count[ps]
+        if running >= admitted:
+            continue
+        deadline = s.kw_at[j] + s.kr_arg[R_TIMEOUT]
+        if now < deadline:
+            push_event(s, deadline, TIMER, -1, 0)
+            waiting = True
+            continue
+        s.kw_evicted[j], s.kw_by[j], s.kw_evicted_at[j] = True, BY_TIMEOUT, now
+        log(s, now, EV_EVICTED, j, -1, -1, MSG_TIMEOUT, 0, 0)
+        add_evictions(s, j, MSG_POD_TIMEOUT, 0)
+        if not job_holds(s, j):
+            kept -= 1
+            give_back(s, now, j, False)
+    s.k_ints[K_ADMITTED] = kept
+    return waiting
+
+
+# -------------------------------------------------------------------------------- pods on nodes
+
+
+@jit
+def holds(status):
+    """kueue._HOLDING: the pod holds its node's resources."""
+    return status == RUNNING or status == BOUND or status == BINDING or status == RELEASING
+
+
+@jit
+def row_mean(x):
+    """numpy's mean of a row: the first value plus the pairwise sum of the others, over the count."""
+    n = x.size
+    total = x[0]
+    rest = n - 1
+    if rest < 8:
+        for i in range(1, n):
+            total += x[i]
+        return total / n
+    r = x[1:9].copy()
+    i = 9
+    while i + 8 <= n:
+        for c in range(8):
+            r[c] += x[i + c]
+        i += 8
+    pairs = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    for k in range(i, n):
+        pairs += x[k]
+    return (total + pairs) / n
+
+
+@jit
+def least_allocated(s, t, j, i):
+    """``_bind``'s node for pod ``t`` of podset ``i`` (-1 for a job Kueue does not manage):
+    a schedulable node of the podset's flavors where it fits, the most free on average."""
+    free, alloc, req = s.k_free, s.node_alloc, s.t_req[t]
+    share = s.vec[0]
+    best, best_score = -1, -math.inf
+    for n in range(alloc.shape[0]):
+        if not (s.class_ok[s.t_class[t], n] and s.node_sched[n]):
+            continue
+        if i >= 0:
+            ok = True
+            for r in range(s.kw_flav.shape[1]):
+                f = s.kw_flav[s.kw_ps_lo[j] + i, r]
+                ok = ok and (f < 0 or s.kf_nodes[f, n])
+            if not ok:
+                continue
+        fits = True
+        for r in range(alloc.shape[1]):
+            fits = fits and free[n, r] >= req[r] - 1e-9
+            share[r] = (free[n, r] - req[r]) / max(alloc[n, r], 1e-12) if alloc[n, r] > 0 else 0.0
+        if not fits:
+            continue
+        score = row_mean(share)
+        if score > best_score:
+            best, best_score = n, score
+    return best
+
+
+@jit
+def place(s, n_live):
+    """``_bind``: the pending pods of admitted (and unmanaged) workloads, each podset up to its
+    admitted count; the binds' count."""
+    s.k_free[:, :] = s.node_alloc - s.n_used
+    n_binds = 0
+    for x in range(n_live):
+        j = s.k_live[x]
+        managed = s.kw_cq[j] >= 0
+        if managed and not (s.kw_admitted[j] and not s.kw_evicted[j]):
+            continue
+        if not s.created[j]:
+            continue
+        lo = s.kw_ps_lo[j]
+        s.k_placed[:] = 0
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            if holds(s.status[t]):
+                s.k_placed[s.t_podset[t]] += 1
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            if s.status[t] != PENDING:
+                continue
+            i = s.t_podset[t] if managed else -1
+            if managed and s.k_placed[i] >= s.kw_count[lo + i]:
+                continue
+            n = least_allocated(s, t, j, i)
+            if n < 0:
+                continue
+            for r in range(s.k_free.shape[1]):
+                s.k_free[n, r] -= s.t_req[t, r]
+            if managed:
+                s.k_placed[i] += 1
+            s.k_binds[n_binds, 0], s.k_binds[n_binds, 1] = t, n
+            n_binds += 1
+    return n_binds
+
+
+# -------------------------------------------------------------------------------- the clock
+
+
+@jit
+def session_once(s, now):
+    """One Kueue session (KueueSession.__call__) on the live jobs and the clock applying it
+    (Simulation.session_once): binds, phases, starts. True if it changed anything."""
+    n_live = s.ints[I_LIVE]
+    if n_live == 0:
+        return False
+    s.ints[I_SESSIONS] += 1
+    for i in range(n_live):
+        j = s.live[i]
+        s.k_live[i] = j
+        s.k_phase[j] = s.phase[j]
+    release(s, now)
+    s.k_ints[K_EVICTS] = 0
+    waiting = pods_ready(s, now)
+    s.k_blocked[:] = False
+    while s.ints[I_OVERFLOW] == 0 and not (waiting and s.kr_arg[R_BLOCK]):
+        n = heads(s, now, n_live)
+        if n == 0:
+            break
+        schedule(s, now, n)
+    n_binds = place(s, n_live)
+    changed = n_binds > 0 or s.k_ints[K_EVICTS] > 0
+    for k in range(n_binds):
+        bind(s, now, s.k_binds[k, 0], s.k_binds[k, 1], MSG_BIND, 0, 0)
+    for k in range(s.k_ints[K_EVICTS]):
+        evict(s, now, s.k_evicts[k, 0], s.k_evicts[k, 1], s.k_evicts[k, 2], 0)
+    for i in range(n_live):
+        j = s.k_live[i]
+        phase = s.k_phase[j]
+        if s.kw_cq[j] < 0 or (s.kw_admitted[j] and not s.kw_evicted[j]):
+            if phase == PH_PENDING:
+                phase = PH_INQUEUE
+        elif not s.kw_admitted[j] and phase != PH_COMPLETED:
+            phase = PH_PENDING
+        if set_phase(s, now, j, phase):
+            changed = True
+    for i in range(n_live):
+        maybe_start(s, now, s.k_live[i])
+    return changed
+
+
+@jit
+def apply_event(s, now, slot):
+    """A clock event; a TIMER only makes the next session run."""
+    if s.h_key[slot, 0] == TIMER:
+        return True
+    return clock_apply_event(s, now, slot)
+
+
+@njit(cache=True)
+def run_core(fields):
+    """The whole run of a Kueue scenario (Simulation.run under KueueSession): events in time order,
+    sessions on the schedule-period grid one period after the last, until nothing is left to do
+    or the horizon."""
+    s = state_new(fields)
+    for j in range(s.j_submit.size):
+        push_event(s, s.j_submit[j], ARRIVAL, j, 0)
+    period, horizon = s.period, s.horizon
+    dirty, now, last_session = False, 0.0, -math.inf
+    while s.ints[I_OVERFLOW] == 0:
+        t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
+        t_session = max(math.ceil(now / period - 1e-9) * period, last_session + period) if dirty else math.inf
+        first = min(t_event, t_session)
+        if first > horizon or first == math.inf:
+            break
+        if t_event <= t_session:
+            now = t_event
+            while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
+                if apply_event(s, now, pop_event(s)):
+                    dirty = True
+        else:
+            now = last_session = t_session
+            dirty = session_once(s, now)
+    state_free(s)
+
+
+# -------------------------------------------------------------------------------- driver
+
+
+def unsupported(compiled) -> str | None:
+    """What of a Kueue scenario the core does not simulate, or None."""
+    scenario = compiled.scenario
+    conf = scenario.scheduler.kueue
+    if any(job.status is not None for job in scenario.jobs):
+        return "job status snapshots under Kueue"
+    if conf.fair_sharing.enable:
+        return "Kueue fair sharing"
+    if len(_names(scenario)[0]) > 62:
+        return "more than 62 ResourceFlavors"
+    return None
+
+
+def _names(scenario) -> tuple[list[str], list[str]]:
+    """The flavors and the resources (of quotas, then of podset requests), in the order first named."""
+    kueue = scenario.kueue
+    flavors = [f.name for f in kueue.resource_flavors]
+    resources: list[str] = []
+    for node in [*kueue.cluster_queues, *kueue.cohorts]:
+        for g in node.resource_groups:
+            resources += [r for r in g.covered_resources if r not in resources]
+            for f in g.flavors:
+                flavors += [] if f.name in flavors else [f.name]
+                resources += [q.name for q in f.resources if q.name not in resources]
+    for job in scenario.jobs:
+        for t in job.tasks:
+            resources += [r for r in t.resources if r not in resources]
+    return flavors, resources
+
+
+def kueue_arrays(c) -> dict:
+    """The Kueue static arrays of a compiled scenario (:data:`KUEUE_STATIC`)."""
+    scenario, p = c.scenario, c.problem
+    kueue = scenario.kueue
+    tree = build_tree(kueue)
+    cqs = list(tree.cqs.values())
+    nodes = cqs + list(tree.cohorts.values())
+    index = {id(node): k for k, node in enumerate(nodes)}
+    flavors, resources = _names(scenario)
+    podsets = []  # (job, name, count, min, requests)
+    cq_of = np.full(p.n_jobs, -1, np.int64)
+    cq_index = {cq.name: k for k, cq in enumerate(cqs)}
+    for j, job in enumerate(scenario.jobs):
+        lq = _local_queue(kueue.local_queues, job.namespace, job.queue)
+        if lq is not None:
+            cq_of[j] = cq_index[lq.cluster_queue]
+        for t in job.tasks:
+            requests = {r: parse_quantity(v) for r, v in t.resources.items()}
+            podsets.append((j, t.name, t.replicas_resolved, t.elastic.min if t.elastic else t.replicas_resolved,
+                            [(r, v) for r, v in requests.items() if v > 0]))
+    fl, rk, n_nodes = {f: k for k, f in enumerate(flavors)}, {r: k for k, r in enumerate(resources)}, len(nodes)
+    shape = (n_nodes, max(len(flavors), 1), max(len(resources), 1))
+    subtree, local, potential, bl = np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    has_bl = np.zeros(shape, bool)
+    for k, node in enumerate(nodes):
+        for f, fi in fl.items():
+            for r, ri in rk.items():
+                fr = (f, r)
+                subtree[k, fi, ri] = node.subtree_quota(fr)
+                local[k, fi, ri] = node.local_quota(fr)
+                potential[k, fi, ri] = node.potential_available(fr)
+                q = node.quotas.get(fr)
+                if q is not None and q.borrowing_limit is not None:
+                    has_bl[k, fi, ri], bl[k, fi, ri] = True, q.borrowing_limit
+    kids = [[index[id(ch)] for ch in getattr(node, "children", [])] for node in nodes]
+    post_lo, post = [0], []
+    for k in range(n_nodes):
+        post += _post_order(k, kids)
+        post_lo.append(len(post))
+    groups, group_of = [], np.full((len(cqs), shape[2]), -1, np.int64)
+    for k, cq in enumerate(cqs):
+        for g in cq.resource_groups:  # ClusterQueue.group_of: the first group covering a resource
+            group_of[k, [rk[r] for r in g.covered if group_of[k, rk[r]] < 0]] = len(groups)
+            groups.append([fl[f] for f in g.flavors])
+    labels = [pool.labels for pool in scenario.cluster.pools for _ in range(pool.count)]
+    flavor_nodes = np.zeros((shape[1], p.n_nodes), bool)
+    for f in kueue.resource_flavors:
+        flavor_nodes[fl[f.name]] = [all(lab.get(key) == v for key, v in f.node_labels.items()) for lab in labels]
+    names = [p.job_names[j] for j in range(p.n_jobs)]
+    uid = np.empty(p.n_jobs, np.int64)
+    uid[sorted(range(p.n_jobs), key=names.__getitem__)] = np.arange(p.n_jobs)
+    ps_lo = np.searchsorted([ps[0] for ps in podsets], np.arange(p.n_jobs + 1)).astype(np.int64)
+    t_podset = np.zeros(p.n_tasks, np.int64)
+    for t in range(p.n_tasks):
+        j = p.task_job[t]
+        role = p.role_names[p.task_role[t]]
+        t_podset[t] = next(i for i, ps in enumerate(podsets[ps_lo[j]:ps_lo[j + 1]]) if ps[1] == role)
+    requests = [req for ps in podsets for req in ps[4]]
+    return {
+        "kq_parent": np.array([index[id(n.parent)] if n.parent is not None else -1 for n in nodes], np.int64),
+        "kq_post_lo": np.array(post_lo, np.int64), "kq_post": np.array(post, np.int64),
+        "kq_kid_lo": np.concatenate([[0], np.cumsum([len(k) for k in kids])]).astype(np.int64),
+        "kq_kids": np.array([c for k in kids for c in k], np.int64),
+        "kq_subtree": subtree, "kq_local": local, "kq_potential": potential, "kq_has_bl": has_bl, "kq_bl": bl,
+        "kq_height": np.array([n.height() if isinstance(n, Cohort) else 0 for n in nodes], np.int64),
+        "kq_strict": np.array([cq.queueing_strategy == STRICT_FIFO for cq in cqs], bool),
+        "kq_while_borrowing": np.array([cq.preemption.borrow_within_cohort != NEVER for cq in cqs], bool),
+        "kq_within": np.array([POLICIES.index(cq.preemption.within_cluster_queue) for cq in cqs], np.int64),
+        "kq_reclaim": np.array([POLICIES.index(cq.preemption.reclaim_within_cohort) for cq in cqs], np.int64),
+        "kq_threshold": np.array([np.nan if cq.preemption.max_priority_threshold is None
+                                  else cq.preemption.max_priority_threshold for cq in cqs], float),
+        "kq_stop_borrow": np.array([cq.fungibility.when_can_borrow == MAY_STOP_SEARCH for cq in cqs], bool),
+        "kq_stop_preempt": np.array([cq.fungibility.when_can_preempt == MAY_STOP_SEARCH for cq in cqs], bool),
+        "kq_group": group_of,
+        "kg_lo": np.concatenate([[0], np.cumsum([len(g) for g in groups])]).astype(np.int64),
+        "kg_flavors": np.array([f for g in groups for f in g], np.int64),
+        "kw_cq": cq_of, "kw_uid": uid, "kw_ps_lo": ps_lo,
+        "ps_count": np.array([ps[2] for ps in podsets], np.int64),
+        "ps_min": np.array([ps[3] for ps in podsets], np.int64),
+        "ps_req_lo": np.concatenate([[0], np.cumsum([len(ps[4]) for ps in podsets])]).astype(np.int64),
+        "ps_req_r": np.array([rk[r] for r, _ in requests], np.int64),
+        "ps_req_v": np.array([v for _, v in requests], float),
+        "t_podset": t_podset, "kf_nodes": flavor_nodes, "kr_arg": _ready_args(scenario.scheduler.kueue),
+    }
+
+
+def _ready_args(conf) -> np.ndarray:
+    """waitForPodsReady as numbers (:data:`R_ENABLE` ...)."""
+    ready = conf.wait_for_pods_ready
+    strategy = ready.requeuing_strategy
+    limit = -1 if strategy.backoff_limit_count is None else strategy.backoff_limit_count
+    return np.array([ready.enable, parse_duration(ready.timeout), ready.block_admission,
+                     strategy.timestamp == "Eviction", limit, strategy.backoff_base_seconds,
+                     strategy.backoff_max_seconds], float)
+
+
+def _post_order(k: int, kids: list[list[int]]) -> list[int]:
+    """Node ``k``'s subtree, children before their parent (the order :func:`usage` sums in)."""
+    return [m for c in kids[k] for m in _post_order(c, kids)] + [k]
+
+
+def _kueue_mutable(static: dict, n_events: int, scale: float) -> dict:
+    """Fresh Kueue books and scratch; ``n_events`` is the size of the event buffer (E)."""
+    n_jobs = len(static["j_queue"])
+    sizes = {"C": len(static["kq_strict"]), "Fl": static["kq_subtree"].shape[1], "Rk": static["kq_subtree"].shape[2],
+             "J": n_jobs, "Ps": len(static["ps_count"]), "Mx": max(int(np.diff(static["kw_ps_lo"]).max()), 1)
+             if n_jobs else 1, "Nq": len(static["kq_parent"]), "N": len(static["node_alloc"]),
+             "R": len(static["total"]), "T": len(static["t_job"]), "E": n_events,
+             "Mp": max(64, int(scale * (4 * n_jobs + 64))), "Tg": max(64, int(scale * (4 * n_jobs + 64)))}
+    return {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
+            for name, (shape, value, dtype) in KUEUE_MUTABLE.items()}
+
+
+def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
+    """Run a compiled Kueue scenario on the core (buffers sized by ``scale``, grown on need)."""
+    while True:
+        mutable = mutable_arrays(static, scale)
+        if len(mutable["ev_time"]) > MAX_EVENTS:
+            raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending: give the scenario "
+                              "a horizon")
+        kueue = _kueue_mutable(static, len(mutable["ev_time"]), scale)
+        run_core(KueueFields(**static, **mutable, **kueue))
+        if not mutable["ints"][I_OVERFLOW]:
+            return _record(compiled, mutable, static["kw_cq"], kueue)
+        scale *= 4
+
+
+def _record(c, m: dict, cq_of: np.ndarray, k: dict) -> RunRecord:
+    ints = m["ints"]
+    n = ints[I_EVENTS]
+    return RunRecord(
+        done=m["done"], running=~np.isnan(m["run_start"]), phase=m["phase"], enqueue_time=m["enq_t"],
+        start_time=m["start_t"], end_time=m["end_t"], evictions=m["evictions"], lost_work=m["lost_work"],
+        runs=m["runs"][:ints[I_RUNS]], events=_events(c, m["ev_time"][:n], m["ev_int"][:n], cq_of, k),
+        sessions=int(ints[I_SESSIONS]),
+    )
+
+
+def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) -> tuple:
+    """The event columns, with the reference engine's texts for the Kueue messages."""
+    time, kind, job, task, node, reasons, messages = core_events(c.problem, time, coded, KINDS)
+    scenario = c.scenario
+    flavors, resources = _names(scenario)
+    cq_names = [cq.name for cq in scenario.kueue.cluster_queues]
+    podsets = [t.name for job_spec in scenario.jobs for t in job_spec.tasks]
+    parts, values, heads = k["km_part"], k["km_val"], k["km_head"]
+    code, arg = coded[:, 4].astype(np.int64), coded[:, 5].astype(np.int64)
+    messages[code == MSG_BIND] = "kube-scheduler: least allocated node"
+    names = np.array(c.problem.job_names, object)
+    for what, why in ((MSG_TIMEOUT, "PodsReadyTimeout"), (MSG_POD_TIMEOUT, "kueue")):
+        rows = np.flatnonzero(code == what)
+        reasons[rows] = why
+        messages[rows] = "Exceeded the PodsReady timeout " + names[job[rows]]
+    strategy = scenario.scheduler.kueue.wait_for_pods_ready.requeuing_strategy
+    rows = np.flatnonzero(code == MSG_DEACTIVATED)
+    reasons[rows] = "RequeuingLimitExceeded"
+    messages[rows] = f"exceeding the maximum number of re-queuing retries ({strategy.backoff_limit_count})"
+    b = coded[:, 6].astype(np.int64)
+    paths = [cq.path() for cq in build_tree(scenario.kueue).cqs.values()]
+
+    def preempted(preemptor: int, variant: int, target: int) -> str:
+        return (f"Preempted to accommodate a workload (UID: {names[preemptor]}) due to "
+                f"{HUMAN_READABLE_REASONS[REASON_OF_VARIANT[variant]]}; preemptor path: {paths[cq_of[preemptor]]}; "
+                f"preemptee path: {paths[cq_of[target]]}")
+
+    for row in np.flatnonzero(code == MSG_PREEMPTED):
+        reasons[row] = REASON_OF_VARIANT[b[row]]
+        messages[row] = preempted(arg[row], b[row], job[row])
+    for row in np.flatnonzero(code == MSG_POD_PREEMPTED):
+        reasons[row] = "kueue"
+        messages[row] = preempted(arg[row] // 8, arg[row] % 8, job[row])
+    for row in np.flatnonzero(code == MSG_REQUEUED):
+        reasons[row] = "PodsReadyTimeout"
+        messages[row] = f"requeue {arg[row]}, back in the queue after {b[row]}s"
+
+    def reason(x: int) -> str:
+        what, f, r = parts[x]
+        name, flavor = resources[r], flavors[f]
+        value = values[x]
+        if what == PART_CAPACITY:
+            return (f"insufficient quota for {name} in flavor {flavor}, previously considered podsets requests "
+                    f"({format_quantity(name, value[0] - value[1])}) + current podset request "
+                    f"({format_quantity(name, value[1])}) > maximum capacity ({format_quantity(name, value[2])})")
+        return (f"insufficient unused quota for {name} in flavor {flavor}, "
+                f"{format_quantity(name, value[0] - value[1])} more needed")
+
+    for row in np.flatnonzero(code >= MSG_QUOTA_RESERVED):
+        head = heads[arg[row]]
+        what = head[H_KIND]
+        if what == MSG_QUOTA_RESERVED:
+            reasons[row] = "QuotaReserved"
+            chosen = ", ".join(sorted(flavors[f] for f in range(len(flavors)) if head[H_X] >> f & 1))
+            messages[row] = f"Quota reserved in ClusterQueue {cq_names[cq_of[job[row]]]}; flavors {chosen}"
+            continue
+        reasons[row] = WAITING_FOR_QUOTA
+        if what == MSG_NO_LONGER_FITS:
+            messages[row] = NO_LONGER_FITS
+        elif what == MSG_UNAVAILABLE:
+            messages[row] = (f"couldn't assign flavors to pod set {podsets[head[H_PODSET]]}: resource "
+                             f"{resources[head[H_X]]} unavailable in ClusterQueue")
+        else:
+            messages[row] = (f"couldn't assign flavors to pod set {podsets[head[H_PODSET]]}: "
+                             + ", ".join(reason(x) for x in range(head[H_LO], head[H_HI])))
+            if what == MSG_PREEMPTING:
+                messages[row] += f". Pending the preemption of {head[H_X]} workload(s)"
+    return time, kind, job, task, node, reasons, messages

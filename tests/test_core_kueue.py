@@ -1,0 +1,202 @@
+"""The numba core admits what the reference Kueue engine admits: identical `jobs`, `tasks` and
+`events` tables (QuotaReserved and Pending messages too) on random Kueue scenarios (cohort trees,
+quotas with borrowing and lending limits, flavors, partial admission, queueing strategies,
+priorities, waitForPodsReady timeouts, backoffs and deactivation) and the Kueue example; what the core does not simulate falls back to the reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import labkit
+from labkit import spec
+from labkit.engine import core
+from labkit.errors import LabkitError
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
+NEVER_PREEMPT = {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never"}
+
+
+def assert_same(scenario: spec.Scenario) -> labkit.Result:
+    fast = labkit.simulate(scenario, engine="numba")
+    slow = labkit.simulate(scenario, engine="reference")
+    assert (fast.info["engine"], slow.info["engine"]) == ("numba", "reference")
+    pd.testing.assert_frame_equal(fast.jobs, slow.jobs)
+    pd.testing.assert_frame_equal(fast.tasks, slow.tasks)
+    pd.testing.assert_frame_equal(fast.events, slow.events)
+    assert fast.info["sessions"] == slow.info["sessions"]
+    return fast
+
+
+def _quota(draw, resource: str, top: int, has_parent: bool, least: int = 0) -> dict:
+    nominal = draw(st.integers(least, top))
+    quota = {"name": resource, "nominalQuota": nominal}
+    if has_parent and draw(st.booleans()):
+        quota["borrowingLimit"] = draw(st.integers(0, top))
+    if has_parent and draw(st.booleans()):
+        quota["lendingLimit"] = draw(st.integers(0, nominal))
+    return quota
+
+
+@st.composite
+def kueue_scenarios(draw, preemption: bool = False, pods_ready: bool = False) -> spec.Scenario:
+    """Two pools (a100, h100) as two flavors; 1-4 ClusterQueues under a cohort tree of 0-3 cohorts
+    (some with quota of their own), each with a gpu group over one or both flavors in a random
+    order and sometimes a cpu group; up to 8 jobs of 1-2 podsets, some elastic (partial
+    admission), some in a namespace without a LocalQueue (not managed by Kueue)."""
+    pools = [{"name": f, "count": draw(st.integers(1, 2)), "resources": {"nvidia.com/gpu": 8, "cpu": 32},
+              "labels": {"gpu": f}} for f in ("a100", "h100")]
+    n_cohorts = draw(st.integers(0, 3))
+    cohorts = []
+    for c in range(n_cohorts):
+        cohort = {"name": f"co{c}"}
+        if c and draw(st.booleans()):
+            cohort["parentName"] = f"co{draw(st.integers(0, c - 1))}"
+        if draw(st.booleans()):
+            cohort["resourceGroups"] = [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+                {"name": "a100", "resources": [_quota(draw, "nvidia.com/gpu", 8, "parentName" in cohort)]}]}]
+        cohorts.append(cohort)
+    cqs = []
+    for q in range(draw(st.integers(1, 3 if preemption else 4))):
+        cq = {"name": f"cq{q}", "queueingStrategy": draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"])),
+              "flavorFungibility": {"whenCanBorrow": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"])),
+                                    "whenCanPreempt": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"]))},
+              "preemption": NEVER_PREEMPT}
+        if n_cohorts and draw(st.integers(0, 3)):
+            cq["cohortName"] = f"co{draw(st.integers(0, n_cohorts - 1))}"
+        flavors = draw(st.sampled_from([["a100"], ["h100"], ["a100", "h100"], ["h100", "a100"]]))
+        has_parent = "cohortName" in cq
+        cq["resourceGroups"] = [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+            {"name": f, "resources": [_quota(draw, "nvidia.com/gpu", 16, has_parent, 6 if preemption else 0)]}
+            for f in flavors]}]
+        if preemption or draw(st.booleans()):
+            cq["resourceGroups"].append({"coveredResources": ["cpu"], "flavors": [
+                {"name": "cpu-any", "resources": [_quota(draw, "cpu", 64, has_parent)]}]})
+        if preemption:
+            cq["preemption"] = {
+                "withinClusterQueue": draw(st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])),
+                "reclaimWithinCohort": draw(st.sampled_from(["Never", "LowerPriority", "Any"]))}
+            if draw(st.booleans()):
+                cq["preemption"]["borrowWithinCohort"] = {"policy": "LowerPriority",
+                                                          "maxPriorityThreshold": draw(st.sampled_from([0, 50]))}
+        cqs.append(cq)
+    namespaces = [f"ns{q}" for q in range(len(cqs))] + ["other"]
+    jobs = []
+    for j in range(draw(st.integers(1, 10 if preemption else 8))):
+        tasks = []
+        for k in range(draw(st.integers(1, 1 if preemption else 2))):
+            task = {"name": f"t{k}", "resources": {"nvidia.com/gpu": draw(st.integers(0, 4 if preemption else 8))}}
+            if draw(st.integers(0, 3 if preemption else 1)) == 0:
+                task["resources"]["cpu"] = draw(st.integers(1, 16))
+            if draw(st.booleans()):
+                task["elastic"] = {"min": draw(st.integers(1, 2)), "max": draw(st.integers(2, 4))}
+            else:
+                task["replicas"] = draw(st.integers(1, 2 if preemption else 3))
+            tasks.append(task)
+        jobs.append({"name": f"j{j}", "namespace": draw(st.sampled_from(namespaces)),
+                     "priorityClassName": draw(st.sampled_from(["low", "mid", "high"])),
+                     "submit": draw(st.integers(0, 1200 if preemption else 3600)),
+                     "duration": draw(st.integers(60, 7200)),
+                     "gracePeriod": draw(st.sampled_from([0, 30])), "tasks": tasks})
+    ready = {"enable": False}
+    if pods_ready:
+        ready = {"enable": draw(st.booleans()), "timeout": draw(st.sampled_from(["1m", "10m"])),
+                 "blockAdmission": draw(st.booleans()),
+                 "requeuingStrategy": {"timestamp": draw(st.sampled_from(["Eviction", "Creation"])),
+                                       "backoffLimitCount": draw(st.sampled_from([None, 1, 3])),
+                                       "backoffBaseSeconds": 60, "backoffMaxSeconds": 600}}
+    flavors = [{"name": "a100", "nodeLabels": {"gpu": "a100"}}, {"name": "h100", "nodeLabels": {"gpu": "h100"}},
+               {"name": "cpu-any"}]
+    return spec.validate({
+        "cluster": {"pools": pools},
+        "tenants": [{"name": ns} for ns in namespaces],
+        "priorityClasses": [{"name": "low", "value": 0}, {"name": "mid", "value": 50}, {"name": "high", "value": 100}],
+        "kueue": {"resourceFlavors": [f for f in flavors if any(f["name"] == used["name"] for node in cqs + cohorts
+                                                                for g in node.get("resourceGroups", [])
+                                                                for used in g["flavors"])],
+                  "clusterQueues": cqs, "cohorts": cohorts,
+                  "localQueues": [{"name": "main", "namespace": f"ns{q}", "clusterQueue": f"cq{q}"}
+                                  for q in range(len(cqs))]},
+        "jobs": jobs, "horizon": "8h",
+        "scheduler": {"kueue": {"waitForPodsReady": ready}},
+    })
+
+
+@st.composite
+def contended_scenarios(draw) -> spec.Scenario:
+    """Preemption at work: 2-3 ClusterQueues lending each other a100 quota in one cohort (or two
+    nested ones), more gpus asked than there is, three priorities, random preemption policies."""
+    nested = draw(st.booleans())
+    cohorts = [{"name": "co0"}] + ([{"name": "co1", "parentName": "co0"}] if nested else [])
+    cqs = []
+    for q in range(draw(st.integers(2, 3))):
+        quota = _quota(draw, "nvidia.com/gpu", 8, True, 2)
+        preemption = {"withinClusterQueue": draw(st.sampled_from(["Never", "LowerPriority",
+                                                                   "LowerOrNewerEqualPriority"])),
+                      "reclaimWithinCohort": draw(st.sampled_from(["Never", "LowerPriority", "Any"]))}
+        if draw(st.booleans()):
+            preemption["borrowWithinCohort"] = {"policy": "LowerPriority",
+                                                "maxPriorityThreshold": draw(st.sampled_from([None, 0, 50]))}
+        cqs.append({"name": f"cq{q}", "cohortName": "co1" if nested and q else "co0", "preemption": preemption,
+                    "queueingStrategy": draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"])),
+                    "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
+                                        "flavors": [{"name": "a100", "resources": [quota]}]}]})
+    jobs = [{"name": f"j{j}", "namespace": f"ns{draw(st.integers(0, len(cqs) - 1))}",
+             "priorityClassName": draw(st.sampled_from(["low", "mid", "high"])), "submit": draw(st.integers(0, 900)),
+             "duration": draw(st.integers(300, 3600)), "gracePeriod": draw(st.sampled_from([0, 30])),
+             "tasks": [{"name": "w", "replicas": draw(st.integers(1, 2)),
+                        "resources": {"nvidia.com/gpu": draw(st.integers(1, 4))}}]}
+            for j in range(draw(st.integers(2, 10)))]
+    return spec.validate({
+        "cluster": {"pools": [{"name": "a100", "count": 2, "resources": {"nvidia.com/gpu": 8}, "labels": {"gpu": "a100"}}]},
+        "tenants": [{"name": f"ns{q}"} for q in range(len(cqs))],
+        "priorityClasses": [{"name": "low", "value": 0}, {"name": "mid", "value": 50}, {"name": "high", "value": 100}],
+        "kueue": {"resourceFlavors": [{"name": "a100", "nodeLabels": {"gpu": "a100"}}], "clusterQueues": cqs,
+                  "cohorts": cohorts, "localQueues": [{"name": "main", "namespace": f"ns{q}", "clusterQueue": f"cq{q}"}
+                                                      for q in range(len(cqs))]},
+        "jobs": jobs, "horizon": "8h",
+        "scheduler": {"kueue": {"waitForPodsReady": {"enable": draw(st.booleans()), "timeout": "5m"}}},
+    })
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=QUIET)
+@given(kueue_scenarios(preemption=True, pods_ready=True))
+def test_random_kueue_scenarios_admit_the_same(scenario):
+    assert_same(scenario)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=QUIET)
+@given(contended_scenarios())
+def test_contended_kueue_scenarios_preempt_the_same(scenario):
+    assert_same(scenario)
+
+
+def _example(name: str, **changes) -> spec.Scenario:
+    data = yaml.safe_load((EXAMPLES / name).read_text())
+    for cq in data["kueue"]["clusterQueues"]:
+        cq.update(changes)
+    return data
+
+
+def test_example_without_preemption_admits_the_same():
+    data = _example("kueue-cohort.yaml", preemption=NEVER_PREEMPT)
+    data["scheduler"] = {"kueue": {"waitForPodsReady": {"enable": False}}}
+    result = assert_same(spec.validate(data))
+    assert (result.events.kind == "QuotaReserved").sum() == 3
+
+
+def test_what_the_core_does_not_simulate_runs_on_the_reference():
+    scenario = spec.load(EXAMPLES / "kueue-cohort.yaml")
+    missing = core.prepare(scenario)[2]
+    if missing is None:
+        pytest.skip("the core simulates the whole example")
+    result = labkit.simulate(scenario)
+    assert result.info["engine"] == f"reference (the numba core does not simulate {missing})"
+    with pytest.raises(LabkitError, match="engine numba"):
+        labkit.simulate(scenario, engine="numba")
