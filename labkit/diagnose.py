@@ -292,7 +292,7 @@ def _node_reasons(snap: metrics.Snapshot, ssn: Session, task: TaskInfo) -> NodeR
 
 def _quota_exceeded(result: Result, key: str, at: float) -> list[str]:
     """ResourceQuota admission for the job's pods: the API server's `exceeded quota` error, if the namespace's
-    requests at `at` plus the job's would pass `spec.hard` (labkit's engine does not model this admission)."""
+    requests at `at` plus the job's would pass `spec.hard` (the refusals the run made are its Rejected events)."""
     namespace = key.split("/")[0]
     tenant = next((t for t in result.scenario.tenants if t.ns == namespace and t.resource_quota), None)
     if tenant is None:

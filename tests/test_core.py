@@ -7,13 +7,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
-from scenarios import engine_scenarios, scenarios
+from hypothesis import strategies as st
+from scenarios import engine_scenarios, kube_scenarios, scenarios
 
 import labkit
 from labkit import spec
 from labkit.course import cases
 from labkit.engine import core
 from labkit.engine.reference import run_session
+from labkit.engine.simulate import with_policy
 from labkit.errors import LabkitError, SpecError
 
 EVENT_KEY = ["time", "kind", "job", "task", "node"]
@@ -41,6 +43,33 @@ def test_random_scenarios_decide_the_same(scenario):
 @given(scenarios())
 def test_property_scenarios_decide_the_same(scenario):
     assert_same(scenario)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=QUIET)
+@given(kube_scenarios(), st.sampled_from(["volcano-shipped", "volcano-multitenant"]))
+def test_resource_quota_admission_under_volcano(scenario, policy):
+    """A run no quota refuses a pod in is the core's, identical; one with a refusal (the reference
+    logs it, Rejected) is handed to the reference engine, which says why."""
+    scenario = with_policy(scenario, policy)
+    slow = labkit.simulate(scenario, engine="reference")
+    auto = labkit.simulate(scenario)
+    if (slow.events.kind == "Rejected").any():
+        assert auto.info["engine"] == f"reference (the numba core does not simulate {core.QUOTA_REFUSED})"
+        pd.testing.assert_frame_equal(auto.events, slow.events)
+    else:
+        assert_same(scenario)
+
+
+def test_a_quota_refusal_falls_back_and_numba_alone_says_why():
+    burst = cases.quota_burst()  # team C's 6 jobs of 4 GPUs against a 16-GPU quota: the 5th is refused
+    result = labkit.simulate(burst)
+    rejected = result.events[result.events.kind == "Rejected"]
+    assert set(rejected.job) == {"team-c/c-eval-4", "team-c/c-eval-5"} and set(rejected.reason) == {"FailedCreate"}
+    assert rejected.message.iloc[0].endswith("exceeded quota: team-c, requested: requests.nvidia.com/gpu=4, "
+                                             "used: requests.nvidia.com/gpu=16, limited: requests.nvidia.com/gpu=16")
+    with pytest.raises(LabkitError, match="pods a ResourceQuota refuses"):
+        labkit.simulate(burst, engine="numba")
+    assert labkit.simulate(cases.quota_burst(gpu_quota=24)).info["engine"] == "numba"  # 24 GPUs admit all six
 
 
 def test_case_study_week_is_identical():

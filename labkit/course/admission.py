@@ -3,8 +3,9 @@
 The order is the API server's: the LimitRanger plugin fills missing requests/limits and rejects a
 container outside min/max, then the ResourceQuota plugin adds the pod's requests to the namespace's
 usage and refuses it with ``exceeded quota`` when a `spec.hard` entry would be passed. Pods are
-admitted in submit order and none has finished (a burst submitted together); the engine itself
-does not model this admission (see `labkit.diagnose`).
+admitted in submit order and none has finished (a burst submitted together): the verdicts of a
+burst at a glance, with LimitRange min/max, which the engine does not check. The engine applies
+the ResourceQuota part as the controllers create pods (`Rejected` events, reason `FailedCreate`).
 """
 
 from __future__ import annotations

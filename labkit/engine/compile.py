@@ -18,8 +18,9 @@ What is applied, as on a real cluster:
 
 Under a Slurm policy a pod's cpu becomes what select/cons_tres allocates (whole CPUs, at least one
 per node) and the Problem carries the partitions, QOS, associations and time limits
-(`labkit.engine.slurm.slurm_tables`); under kube-scheduler the tenants' ResourceQuotas become the
-admission the clock applies when it creates pods (`labkit.engine.kube.resource_quotas`).
+(`labkit.engine.slurm.slurm_tables`). On Kubernetes (Volcano, kube-scheduler, Kueue) the tenants'
+ResourceQuotas become the admission the clock applies when it creates pods
+(`labkit.engine.kube.resource_quotas`); Slurm has no namespaces.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class Compiled:
       ``job_grace`` (J,) termination grace period of its pods; ``node_speed`` (N,).
     * ``job_pods`` (J+1,) offsets: the tasks of job j are ``job_pods[j]:job_pods[j+1]``.
     * ``horizon`` seconds, inf when the scenario sets none; ``schedule_period`` seconds.
-    * ``quotas``: the ResourceQuota admission of pod creation (kube-scheduler policies), or None.
+    * ``quotas``: the ResourceQuota admission of pod creation (Kubernetes policies), or None.
     """
 
     problem: Problem
@@ -218,7 +219,7 @@ def compile_scenario(scenario: Scenario) -> Compiled:
         node_speed=np.array([pool.speed for pool, _ in nodes], float),
         horizon=parse_duration(scenario.horizon) if scenario.horizon is not None else math.inf,
         schedule_period=parse_duration(scenario.scheduler.schedule_period),
-        quotas=_quotas(scenario, tenants, pod_requests) if sched.section == "kube" else None,
+        quotas=_quotas(scenario, tenants, pod_requests) if sched.section != "slurm" else None,
     )
 
 

@@ -126,6 +126,7 @@ STATIC = (
     "total", "actions", "p_tier", "p_kind", "p_arg", "p_w", "hooks", "hook_len", "of_kind",
     "horizon", "period", "gpu", "has_enqueue",
     "strict_fifo",
+    "k_job_quota", "k_usage", "k_hard", "k_tracked", "k_unset",
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
@@ -146,7 +147,7 @@ MUTABLE = {
     "start_mark": ("J", False, B), "to_start": ("J", 0, I), "h_time": ("H", 0, F), "h_key": ("H 3", 0, I),
     "ev_time": ("E", 0, F), "ev_int": ("E 7", 0, I32), "runs": ("K 5", np.nan, F), "ints": ("X", 0, I),
     "score_key": ("N 4", -1, I), "score_version": ("N 4", -1, I), "score_value": ("N 4", 0, F),
-    "clock": ("4", 0, F),
+    "clock": ("4", 0, F), "refused": ("1", False, B),
     # one session's scratch (core_actions, core_plugins)
     "s_phase": ("J", 0, I8), "sp_mark": ("J", -1, I), "new_phase": ("J", 0, I8), "closed": ("J", 0, I),
     "candidates": ("J", 0, I), "fit": ("T", False, B), "fit_tasks": ("T", 0, I), "fit_start": ("T", 0, I),
@@ -180,6 +181,9 @@ def unsupported(compiled: Compiled) -> str | None:
     if compiled.scenario.scheduler.kueue is not None:
         from .core_kueue import unsupported as kueue_unsupported
 
+        if compiled.quotas is not None:
+            return "ResourceQuota admission under Kueue"
+
         return kueue_unsupported(compiled)
     if policy.family == Family.SLURM:
         from .core_slurm import unsupported as slurm_unsupported
@@ -191,8 +195,8 @@ def unsupported(compiled: Compiled) -> str | None:
         return kube_unsupported(compiled)
     if policy.family != Family.VOLCANO:
         return f"{Family(policy.family).name.lower()} policies"
-    if policy.action_period is not None or policy.pods_at_submit or compiled.quotas is not None:
-        return "action periods, pods at submit or ResourceQuota admission"
+    if policy.action_period is not None or policy.pods_at_submit:
+        return "action periods or pods at submit"
     if np.isfinite(problem.job_time_limit).any():
         return "job time limits"
     kinds = [Plugin(k) for k in policy.plugin_kind]
@@ -287,6 +291,21 @@ def _snapshot_arrays(c: Compiled) -> dict:
     return {"j_init_phase": phase, "t_init_node": node}
 
 
+def _quota_arrays(c: Compiled) -> dict:
+    """The ResourceQuota admission (``kube.ResourceQuotas``) in milli-units; no quota: empty."""
+    p, quotas = c.problem, c.quotas
+    if quotas is None:
+        return {"k_job_quota": np.full(p.n_jobs, -1, np.int64), "k_usage": np.zeros((p.n_tasks, 0), np.int64),
+                "k_hard": np.zeros((0, 0), np.int64), "k_tracked": np.zeros((0, 0), bool),
+                "k_unset": np.zeros(p.n_tasks, bool)}
+    return {"k_job_quota": quotas.job_quota.astype(np.int64),
+            "k_usage": np.ascontiguousarray(quotas.task_usage, np.int64),
+            "k_hard": np.ascontiguousarray(quotas.hard, np.int64),
+            "k_tracked": np.ascontiguousarray(quotas.tracked, bool),
+            "k_unset": np.array([quotas.job_quota[quotas.task_job[t]] >= 0 and quotas.must_specify(t)
+                                 for t in range(p.n_tasks)], bool).reshape(p.n_tasks)}
+
+
 def static_arrays(c: Compiled) -> dict:
     """The run's read-only arrays: the Problem, the timing of Compiled, the resolved policy."""
     p = c.problem
@@ -323,6 +342,7 @@ def static_arrays(c: Compiled) -> dict:
     arrays.update(_role_pairs(p))
     arrays.update(_snapshot_arrays(c))
     arrays.update(_plugin_arrays(p))
+    arrays.update(_quota_arrays(c))
     if p.policy.family == Family.SLURM:
         from .core_slurm import slurm_arrays
 
@@ -407,8 +427,9 @@ def paused_gc():
             gc.enable()
 
 
-def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress | None = None) -> RunRecord:
-    """Run the compiled scenario on the numba core (buffers sized by ``scale``, grown on need).
+def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress | None = None) -> RunRecord | None:
+    """Run the compiled scenario on the numba core (buffers sized by ``scale``, grown on need);
+    None if a ResourceQuota refused a pod under a Volcano policy (:data:`QUOTA_REFUSED`).
 
     The jitted loop returns to Python every few tenths of a second of work (:data:`STEP_SECONDS`):
     there ``progress(jobs done, jobs, simulated time)`` is called and Ctrl-C (KeyboardInterrupt)
@@ -441,6 +462,8 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
             budget = max(1, int(budget * min(4.0, STEP_SECONDS / max(took, 1e-6))))
             if progress is not None:
                 progress(int(mutable["done"].sum()), len(mutable["done"]), float(mutable["clock"][0]))
+        if mutable["refused"][0]:
+            return None
         if not mutable["ints"][I_OVERFLOW]:
             return _record(compiled, mutable)
         scale *= 4
@@ -450,6 +473,8 @@ FIRST_STEPS = 50_000
 """Steps (an instant's events or a session) of the first call: a course scenario ends within it."""
 STEP_SECONDS = 0.25
 """Wall time the later calls aim at."""
+QUOTA_REFUSED = "pods a ResourceQuota refuses under Volcano: it creates a job's pods all at once"
+"""What the core stops at (and the reference engine runs): a pod the quota admission refused."""
 MAX_EVENTS = 200_000_000
 """Where a run that never ends (no horizon, a preemption cycle) stops growing its buffers."""
 

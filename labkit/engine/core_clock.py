@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 from .core_account import set_created, set_job_phase, set_live, set_status
@@ -205,6 +206,26 @@ def count_status(s, j, status):
 
 
 @jit
+def quota_refuses(s, j):
+    """Whether the ResourceQuota admission refuses one of the job's pods, created in order (each
+    admitted one counts for the next) over the pods of its namespace that exist and have not
+    succeeded (``kube.ResourceQuotas.admit``)."""
+    q = s.k_job_quota[j]
+    used = np.zeros(s.k_usage.shape[1], np.int64)
+    for u in range(s.t_job.size):
+        if s.created[s.t_job[u]] and s.status[u] != SUCCEEDED and s.k_job_quota[s.t_job[u]] == q:
+            used += s.k_usage[u]
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.k_unset[t]:
+            return True
+        for k in range(used.size):
+            if s.k_tracked[q, k] and used[k] + s.k_usage[t, k] > s.k_hard[q, k]:
+                return True
+        used += s.k_usage[t]
+    return False
+
+
+@jit
 def set_phase(s, now, j, phase):
     """The PodGroup phase after a session; leaving Pending creates the pods. True if changed."""
     old = s.phase[j]
@@ -212,6 +233,8 @@ def set_phase(s, now, j, phase):
         return False
     set_job_phase(s, j, phase)
     if old == PH_PENDING:
+        if s.k_job_quota[j] >= 0 and quota_refuses(s, j):
+            s.refused[0] = True  # the run stops: the reference engine runs it (core.QUOTA_REFUSED)
         set_created(s, j, True)
         if math.isnan(s.enq_t[j]):
             s.enq_t[j] = now
@@ -450,7 +473,7 @@ def run(fields, budget):
     period, horizon = s.period, s.horizon
     now, last_session, dirty = s.clock[0], s.clock[1], s.clock[2] != 0.0
     over = True
-    while s.ints[I_OVERFLOW] == 0:
+    while s.ints[I_OVERFLOW] == 0 and not s.refused[0]:
         t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
         t_session = max(math.ceil(now / period - 1e-9) * period, last_session + period) if dirty else math.inf
         first = min(t_event, t_session)

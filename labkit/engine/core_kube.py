@@ -121,8 +121,7 @@ K_NOMINATED, K_BINDS, K_EVICTS, K_NOTES, K_ROWS, K_VALUES = range(6)
 Z_UNSCHEDULABLE, Z_PODS, Z_INSUFFICIENT = 0, 1, 2
 
 KUBE_STATIC = (
-    "k_arg", "k_queue", "k_fit_weights", "k_shape", "k_balanced", "k_failure", "k_job_quota", "k_usage",
-    "k_hard", "k_tracked", "k_unset",
+    "k_arg", "k_queue", "k_fit_weights", "k_shape", "k_balanced", "k_failure",
 )
 B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
 KUBE_MUTABLE = {
@@ -967,22 +966,10 @@ def kube_arrays(c) -> dict:
                                                         p.task_names[t]))
     else:  # PrioritySort: priority, then queue time
         order = np.lexsort((p.task_rank, -p.task_priority))
-    quotas = c.quotas
-    if quotas is None:
-        quota_arrays = {"k_job_quota": np.full(p.n_jobs, -1, np.int64), "k_usage": np.zeros((p.n_tasks, 0), np.int64),
-                        "k_hard": np.zeros((0, 0), np.int64), "k_tracked": np.zeros((0, 0), bool),
-                        "k_unset": np.zeros(p.n_tasks, bool)}
-    else:
-        quota_arrays = {"k_job_quota": quotas.job_quota.astype(np.int64),
-                        "k_usage": np.ascontiguousarray(quotas.task_usage, np.int64),
-                        "k_hard": np.ascontiguousarray(quotas.hard, np.int64),
-                        "k_tracked": np.ascontiguousarray(quotas.tracked, bool),
-                        "k_unset": np.array([quotas.job_quota[quotas.task_job[t]] >= 0 and quotas.must_specify(t)
-                                             for t in range(p.n_tasks)], bool).reshape(p.n_tasks)}
     return {"k_arg": arg, "k_queue": np.asarray(order, np.int64).reshape(p.n_tasks),
             "k_fit_weights": args.fit_weights.astype(np.int64), "k_shape": np.ascontiguousarray(args.shape, np.int64),
             "k_balanced": args.balanced.astype(bool),
-            "k_failure": np.ascontiguousarray(p.class_node_failure, np.int64), **quota_arrays}
+            "k_failure": np.ascontiguousarray(p.class_node_failure, np.int64)}
 
 
 def _kube_mutable(static: dict, events: int) -> dict:

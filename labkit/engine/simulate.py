@@ -4,7 +4,9 @@ Time follows a real Volcano cluster, one step at a time:
 
 * a job's PodGroup appears at its submit time, phase Pending, **without pods**: the vcjob
   controller creates pods only after the PodGroup leaves Pending (enqueue), so a job needs one
-  session to be enqueued and a later one to be allocated;
+  session to be enqueued and a later one to be allocated. Each pod goes through the API server's
+  ResourceQuota admission of its namespace: a refused pod is logged (Rejected, FailedCreate) and
+  retried before every later session, as the controller retries;
 * sessions run on the `schedulePeriod` grid (k x period), as `wait.Until(runOnce, period)` does,
   but only when something changed since the last one (an event, or the last session decided
   something): a session on an unchanged snapshot decides nothing, so skipping it is exact;
@@ -212,8 +214,11 @@ class Simulation:
     def session_once(self, now: float, due: np.ndarray | None = None) -> tuple[Decisions | None, bool]:
         """One session at `now` running the actions marked in `due` (default all): its decisions
         (in full-problem indices) and whether it changed anything."""
-        if self.p.policy.pods_at_submit:
-            for j in np.flatnonzero(self.present & ~self.done):
+        if self.c.quotas is not None:  # the controllers retry the pods admission refused
+            live = self.present & ~self.done
+            if not self.p.policy.pods_at_submit:
+                live &= self.phase != PodGroupPhase.PENDING
+            for j in np.flatnonzero(live):
                 self._create_pods(now, int(j))
         releasing = np.zeros(self.p.n_jobs, bool)
         releasing[self.p.task_job[self.status == TaskStatus.RELEASING]] = True
@@ -333,8 +338,7 @@ class Simulation:
             return False
         self.phase[j] = phase
         if old == PodGroupPhase.PENDING and phase != PodGroupPhase.PENDING:
-            lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
-            self.created[lo:hi] = True  # the vcjob controller creates the pods now
+            self._create_pods(now, j)  # the vcjob controller creates the pods now
             if math.isnan(self.enqueue_time[j]):
                 self.enqueue_time[j] = now
             self._log(now, "Enqueued", j, message=f"PodGroup {PodGroupPhase(old).name.title()} -> "
@@ -722,9 +726,12 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
         compiled, static, missing = core.prepare(scenario)  # cached by content
         if missing is None:
             with core.paused_gc(), progress_bar(progress, compiled.problem.n_jobs) as tell:
-                result = result_of(compiled, core.run(compiled, static, progress=tell))
-            result.info["engine"] = "numba"
-            return result
+                record = core.run(compiled, static, progress=tell)
+                if record is not None:
+                    result = result_of(compiled, record)
+                    result.info["engine"] = "numba"
+                    return result
+            missing = core.QUOTA_REFUSED
         if engine == "numba":
             raise LabkitError(f"engine numba: the numba core does not simulate {missing}")
         ran = f"reference (the numba core does not simulate {missing})"
