@@ -1300,23 +1300,26 @@ def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) 
         return (f"insufficient unused quota for {name} in flavor {flavor}, "
                 f"{format_quantity(name, value[0] - value[1])} more needed")
 
-    for row in np.flatnonzero(code >= MSG_QUOTA_RESERVED):
-        head = heads[arg[row]]
-        what = head[H_KIND]
+    def message(what: int, podset: int, lo: int, hi: int, x: int, cq: int) -> str:
         if what == MSG_QUOTA_RESERVED:
-            reasons[row] = "QuotaReserved"
-            chosen = ", ".join(sorted(flavors[f] for f in range(len(flavors)) if head[H_X] >> f & 1))
-            messages[row] = f"Quota reserved in ClusterQueue {cq_names[cq_of[job[row]]]}; flavors {chosen}"
-            continue
-        reasons[row] = WAITING_FOR_QUOTA
+            chosen = ", ".join(sorted(flavors[f] for f in range(len(flavors)) if x >> f & 1))
+            return f"Quota reserved in ClusterQueue {cq_names[cq]}; flavors {chosen}"
         if what == MSG_NO_LONGER_FITS:
-            messages[row] = NO_LONGER_FITS
-        elif what == MSG_UNAVAILABLE:
-            messages[row] = (f"couldn't assign flavors to pod set {podsets[head[H_PODSET]]}: resource "
-                             f"{resources[head[H_X]]} unavailable in ClusterQueue")
-        else:
-            messages[row] = (f"couldn't assign flavors to pod set {podsets[head[H_PODSET]]}: "
-                             + ", ".join(reason(x) for x in range(head[H_LO], head[H_HI])))
-            if what == MSG_PREEMPTING:
-                messages[row] += f". Pending the preemption of {head[H_X]} workload(s)"
+            return NO_LONGER_FITS
+        if what == MSG_UNAVAILABLE:
+            return (f"couldn't assign flavors to pod set {podsets[podset]}: resource {resources[x]} unavailable "
+                    "in ClusterQueue")
+        text = f"couldn't assign flavors to pod set {podsets[podset]}: " + ", ".join(reason(k) for k in range(lo, hi))
+        return text + f". Pending the preemption of {x} workload(s)" if what == MSG_PREEMPTING else text
+
+    rows = np.flatnonzero(code >= MSG_QUOTA_RESERVED)
+    seen: dict[tuple, str] = {}  # the same message comes back session after session
+    for row, (what, podset, lo, hi, x) in zip(rows.tolist(), heads[arg[rows]].tolist()):
+        cq = int(cq_of[job[row]])
+        key = (what, podset, x, cq, parts[lo:hi].tobytes(), values[lo:hi].tobytes())
+        text = seen.get(key)
+        if text is None:
+            text = seen[key] = message(what, podset, lo, hi, x, cq)
+        messages[row] = text
+        reasons[row] = "QuotaReserved" if what == MSG_QUOTA_RESERVED else WAITING_FOR_QUOTA
     return time, kind, job, task, node, reasons, messages
