@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 import labkit
 from labkit import spec
-from labkit.engine import core
 from labkit.errors import LabkitError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -177,26 +176,16 @@ def test_contended_kueue_scenarios_preempt_the_same(scenario):
     assert_same(scenario)
 
 
-def _example(name: str, **changes) -> spec.Scenario:
-    data = yaml.safe_load((EXAMPLES / name).read_text())
-    for cq in data["kueue"]["clusterQueues"]:
-        cq.update(changes)
-    return data
-
-
-def test_example_without_preemption_admits_the_same():
-    data = _example("kueue-cohort.yaml", preemption=NEVER_PREEMPT)
-    data["scheduler"] = {"kueue": {"waitForPodsReady": {"enable": False}}}
-    result = assert_same(spec.validate(data))
-    assert (result.events.kind == "QuotaReserved").sum() == 3
+def test_kueue_example_admits_and_preempts_the_same():
+    result = assert_same(spec.load(EXAMPLES / "kueue-cohort.yaml"))
+    assert (result.events.kind == "Preempted").any()
 
 
 def test_what_the_core_does_not_simulate_runs_on_the_reference():
-    scenario = spec.load(EXAMPLES / "kueue-cohort.yaml")
-    missing = core.prepare(scenario)[2]
-    if missing is None:
-        pytest.skip("the core simulates the whole example")
+    data = yaml.safe_load((EXAMPLES / "kueue-cohort.yaml").read_text())
+    data["scheduler"] = {"policy": "kueue", "kueue": {"fairSharing": {"enable": True}}}
+    scenario = spec.validate(data)
     result = labkit.simulate(scenario)
-    assert result.info["engine"] == f"reference (the numba core does not simulate {missing})"
+    assert result.info["engine"] == "reference (the numba core does not simulate Kueue fair sharing)"
     with pytest.raises(LabkitError, match="engine numba"):
         labkit.simulate(scenario, engine="numba")
