@@ -144,7 +144,7 @@ KUEUE_MUTABLE = {
     "kd_lendable": ("Rk", 0, F), "kd_seen": ("Rk", False, B), "kg_first": ("C", -1, I), "kg_on": ("C", False, B), "kg_retry": ("C", -1, I),
     "k_winner": ("Nq", -1, I), "e_waiting": ("C", False, B),
     # messages: the reasons of each Pending one, and each logged message's row
-    "km_part": ("Mp 3", 0, I), "km_val": ("Mp 3", 0, F), "km_head": ("E 5", 0, I),
+    "km_part": ("Mp 3", 0, I), "km_val": ("Mp 3", 0, F), "km_head": ("E 5", 0, I), "kw_last": ("J", -1, I),
     # one session's scratch: tree walks, heads, entries (one per ClusterQueue, then two for the
     # partial-admission search), binds
     "k_u": ("Nq", 0, F), "k_path": ("Nq", 0, I), "k_head": ("C", -1, I), "k_blocked": ("C", False, B),
@@ -843,14 +843,34 @@ def assign_flavors(s, slot):
 
 
 @jit
+def same_message(s, h, slot):
+    """Message row ``h`` says what entry ``slot``'s message says."""
+    row, msg = s.km_head[h], s.e_msg[slot]
+    if row[H_KIND] != msg[H_KIND] or row[H_PODSET] != msg[H_PODSET] or row[H_X] != msg[H_X]:
+        return False
+    if row[H_HI] - row[H_LO] != msg[H_HI] - msg[H_LO]:
+        return False
+    for k in range(msg[H_HI] - msg[H_LO]):
+        a, b = row[H_LO] + k, msg[H_LO] + k
+        for c in range(3):
+            if s.km_part[a, c] != s.km_part[b, c] or s.km_val[a, c] != s.km_val[b, c]:
+                return False
+    return True
+
+
+@jit
 def log_message(s, now, kind, j, slot):
-    """An event of ``kind`` for workload ``j`` with the message of entry ``slot``."""
-    h = s.k_ints[K_HEADS]
-    if h >= s.km_head.shape[0]:
-        s.ints[I_OVERFLOW] = 1
-        return
-    s.km_head[h] = s.e_msg[slot]
-    s.k_ints[K_HEADS] = h + 1
+    """An event of ``kind`` for workload ``j`` with the message of entry ``slot``; the workload's
+    last message row is reused when it says the same (a pending head repeats it every session)."""
+    h = s.kw_last[j]
+    if h < 0 or not same_message(s, h, slot):
+        h = s.k_ints[K_HEADS]
+        if h >= s.km_head.shape[0]:
+            s.ints[I_OVERFLOW] = 1
+            return
+        s.km_head[h] = s.e_msg[slot]
+        s.k_ints[K_HEADS] = h + 1
+        s.kw_last[j] = h
     log(s, now, kind, j, -1, -1, s.e_msg[slot, H_KIND], h, 0)
 
 
@@ -1572,13 +1592,10 @@ def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) 
         return text + f". Pending the preemption of {x} workload(s)" if what == MSG_PREEMPTING else text
 
     rows = np.flatnonzero(code >= MSG_QUOTA_RESERVED)
-    seen: dict[tuple, str] = {}  # the same message comes back session after session
-    for row, (what, podset, lo, hi, x) in zip(rows.tolist(), heads[arg[rows]].tolist()):
-        cq = int(cq_of[job[row]])
-        key = (what, podset, x, cq, parts[lo:hi].tobytes(), values[lo:hi].tobytes())
-        text = seen.get(key)
-        if text is None:
-            text = seen[key] = message(what, podset, lo, hi, x, cq)
-        messages[row] = text
-        reasons[row] = "QuotaReserved" if what == MSG_QUOTA_RESERVED else WAITING_FOR_QUOTA
+    used, inverse = np.unique(arg[rows], return_inverse=True)  # a message row serves one workload
+    owner = np.zeros(len(heads), np.int64)
+    owner[arg[rows]] = job[rows]
+    texts = np.array([message(*heads[h].tolist(), int(cq_of[owner[h]])) for h in used.tolist()] + [""], object)
+    messages[rows] = texts[inverse.reshape(-1)]
+    reasons[rows] = np.where(code[rows] == MSG_QUOTA_RESERVED, "QuotaReserved", WAITING_FOR_QUOTA)
     return time, kind, job, task, node, reasons, messages
