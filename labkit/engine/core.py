@@ -12,8 +12,11 @@ engine's event texts. The jitted parts are
 * ``core_actions``: session open/close, enqueue, allocate, backfill, preempt, reclaim;
 * ``core_clock``: arrivals, sessions on the schedule-period grid, evictions, completions.
 
+The Slurm policies (``core_slurm``) and Kueue (``core_kueue``) have their own entry points over
+the same state struct with their own arrays added; :func:`run` dispatches.
+
 What the core does not simulate (hierarchical drf, capacity with a queue hierarchy, a plugin
-listed twice) is reported by :func:`unsupported`; ``labkit.simulate`` then runs the reference
+listed twice, a job status snapshot under Kueue) is reported by :func:`unsupported`; ``labkit.simulate`` then runs the reference
 engine and says so in ``Result.info["engine"]``.
 
 Compiled scenarios are cached by their content (:func:`prepare`), so re-running an unchanged

@@ -56,10 +56,14 @@ from .core_state import (
 )
 from .kueue import (
     ANY,
+    DEFAULT_STRATEGIES,
     HUMAN_READABLE_REASONS,
     IN_CLUSTER_QUEUE,
+    IN_COHORT_FAIR_SHARING,
     IN_COHORT_RECLAIM_WHILE_BORROWING,
     IN_COHORT_RECLAMATION,
+    LESS_THAN_INITIAL_SHARE,
+    LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
     LOWER_OR_NEWER_EQUAL,
     LOWER_PRIORITY,
     MAY_STOP_SEARCH,
@@ -91,11 +95,14 @@ BY_NONE, BY_TIMEOUT, BY_PREEMPTED = range(3)
 P_NEVER, P_LOWER, P_LOWER_OR_NEWER, P_ANY = range(4)
 POLICIES = (NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL, ANY)
 """Preemption policies (``_policy_allows``) as codes."""
-WITHIN_CQ, HIERARCHICAL_RECLAIM, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING = range(1, 5)
-"""``classifyPreemptionVariant``; 0: not a candidate."""
+WITHIN_CQ, HIERARCHICAL_RECLAIM, RECLAIM_WITHOUT_BORROWING, RECLAIM_WHILE_BORROWING, FAIR_SHARING = range(1, 6)
+"""``classifyPreemptionVariant`` (0: not a candidate), and a fair-sharing target."""
 REASON_OF_VARIANT = (IN_CLUSTER_QUEUE, IN_CLUSTER_QUEUE, IN_COHORT_RECLAMATION, IN_COHORT_RECLAMATION,
-                     IN_COHORT_RECLAIM_WHILE_BORROWING)
+                     IN_COHORT_RECLAIM_WHILE_BORROWING, IN_COHORT_FAIR_SHARING)
 """A target's Preempted reason, by its variant."""
+FINAL_SHARE, INITIAL_SHARE = range(2)
+STRATEGIES = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
+"""Fair-sharing preemption strategies as codes (``s.kr_strategies``, -1 pads)."""
 R_ENABLE, R_TIMEOUT, R_BLOCK, R_EVICTION_TIMESTAMP, R_LIMIT, R_BASE, R_MAX = range(7)
 """Slots of ``s.kr_arg``: waitForPodsReady (backoffLimitCount -1 = unset)."""
 TIMER = 5
@@ -114,6 +121,7 @@ KUEUE_STATIC = (
     "kq_has_bl", "kq_bl", "kq_height", "kq_strict", "kq_while_borrowing", "kq_stop_borrow", "kq_stop_preempt",
     "kq_group", "kg_lo", "kg_flavors", "kw_cq", "kw_uid", "kw_ps_lo", "ps_count", "ps_min", "ps_req_lo",
     "ps_req_r", "ps_req_v", "t_podset", "kf_nodes", "kr_arg", "kq_within", "kq_reclaim", "kq_threshold",
+    "kq_root", "kq_has_quota", "kq_weight", "kr_fair", "kr_strategies", "kr_default",
 )
 B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
 KUEUE_MUTABLE = {
@@ -130,8 +138,13 @@ KUEUE_MUTABLE = {
     "tg_job": ("Tg", 0, I), "tg_var": ("Tg", 0, I), "e_tg": ("C+2 2", 0, I), "kw_stamp": ("J", -1, I),
     "kt_req": ("Fl Rk", 0, F), "kt_has": ("Fl Rk", False, B), "kt_need": ("Fl Rk", False, B),
     "kt_rem": ("Fl Rk", 0, F), "k_stack": ("Nq", 0, I),
+    # fair sharing: no usage, borrowed and lendable per resource, the groups of candidates by
+    # ClusterQueue, the tournament's winners
+    "kt_zero": ("Fl Rk", 0, F), "kt_none": ("Fl Rk", False, B), "kd_borrowed": ("Rk", 0, F),
+    "kd_lendable": ("Rk", 0, F), "kd_seen": ("Rk", False, B), "kg_first": ("C", -1, I), "kg_on": ("C", False, B), "kg_retry": ("C", -1, I),
+    "k_winner": ("Nq", -1, I), "e_waiting": ("C", False, B),
     # messages: the reasons of each Pending one, and each logged message's row
-    "km_part": ("Mp 3", 0, I), "km_val": ("Mp 3", 0, F), "km_head": ("E 5", 0, I),
+    "km_part": ("Mp 3", 0, I), "km_val": ("Mp 3", 0, F), "km_head": ("E 5", 0, I), "kw_last": ("J", -1, I),
     # one session's scratch: tree walks, heads, entries (one per ClusterQueue, then two for the
     # partial-admission search), binds
     "k_u": ("Nq", 0, F), "k_path": ("Nq", 0, I), "k_head": ("C", -1, I), "k_blocked": ("C", False, B),
@@ -454,9 +467,18 @@ def minimal(s, cq, use, has, need, n_candidates, allow_borrowing):
 
 
 @jit
-def get_targets(s, j, cq, use, has, need):
-    """``_classical_targets``: the workloads to preempt so that the requests ``use`` (on ``has``)
-    fit, given the flavor-resources ``need`` that need preemption; their count, 0 if none suffice."""
+def get_targets(s, j, cq, use, has, need, strategies):
+    """``get_targets``: the workloads to preempt so that the requests ``use`` (on ``has``) fit,
+    given the flavor-resources ``need`` that need preemption (fair sharing under ``strategies``);
+    their count at ``s.tg_job[K_TARGETS...]``, 0 if none suffice."""
+    if s.kr_fair:
+        return fair_targets(s, j, cq, use, has, need, strategies[0], strategies[1])
+    return classical_targets(s, j, cq, use, has, need)
+
+
+@jit
+def classical_targets(s, j, cq, use, has, need):
+    """``_classical_targets``: candidates, attempt order, greedy removal then fill-back."""
     n = 0
     if s.kq_within[cq] != P_NEVER:
         n = add_candidates(s, cq, -1, cq, j, need, False, 2, n)
@@ -490,6 +512,166 @@ def get_targets(s, j, cq, use, has, need):
     return found if found else minimal(s, cq, use, has, need, n, not first)
 
 
+# -------------------------------------------------------------------------------- fair sharing
+
+
+@jit
+def drs(s, n, add, add_has, remove, remove_has):
+    """``dominant_resource_share``: max over resources of borrowed * 1000 / lendable, over the
+    weight, with ``add`` added to and ``remove`` taken from the node's usage."""
+    parent = s.kq_parent[n]
+    if parent < 0:
+        return 0.0
+    borrowed, lendable = s.kd_borrowed, s.kd_lendable
+    borrowed[:] = 0.0
+    lendable[:] = 0.0
+    seen = s.kd_seen
+    seen[:] = False
+    for f in range(add.shape[0]):
+        for r in range(add.shape[1]):
+            if not (s.kq_has_quota[n, f, r] or add_has[f, r] or remove_has[f, r]):
+                continue
+            extra = (add[f, r] if add_has[f, r] else 0.0) - (remove[f, r] if remove_has[f, r] else 0.0)
+            borrowed[r] += max(0.0, usage(s, n, f, r) + extra - s.kq_subtree[n, f, r])
+            lendable[r] += s.kq_potential[parent, f, r]
+            seen[r] = True
+    ratio = 0
+    for r in range(add.shape[1]):
+        if seen[r] and lendable[r] > 0:
+            ratio = max(ratio, math.floor(borrowed[r] * 1000 / lendable[r] + 1e-9))
+    if ratio == 0:
+        return 0.0
+    if s.kq_weight[n] == 0:
+        return math.inf
+    return float(math.floor(ratio / s.kq_weight[n] + 1e-9))
+
+
+@jit
+def share(s, n):
+    """The node's DRS as it is."""
+    return drs(s, n, s.kt_zero, s.kt_none, s.kt_zero, s.kt_none)
+
+
+@jit
+def strategy_allows(strategy, preemptor_new, target_old, target_new):
+    if strategy == FINAL_SHARE:
+        return preemptor_new <= target_new
+    return preemptor_new < target_old
+
+
+@jit
+def highest(s, first, cq):
+    """``pop_highest``: the ClusterQueue with the highest DRS among those with a first candidate
+    in ``first``; on ties, the one whose first candidate orders first."""
+    best, best_share = -1, -math.inf
+    for q in range(first.size):
+        if first[q] < 0:
+            continue
+        value = share(s, q)
+        if best < 0 or value > best_share or (
+                value == best_share and candidate_before(s, s.kc_order[first[q]], s.kc_order[first[best]], cq)):
+            best, best_share = q, value
+    return best
+
+
+@jit
+def next_of(s, c, n):
+    """The candidate after ``c`` (in the sorted order) of the same ClusterQueue, -1 if none."""
+    q = s.kw_cq[s.kc_job[s.kc_order[c]]]
+    for k in range(c + 1, n):
+        if s.kw_cq[s.kc_job[s.kc_order[k]]] == q:
+            return k
+    return -1
+
+
+@jit
+def take(s, cq, use, has, position, variant, base, n_targets):
+    """A candidate becomes a target: its usage leaves the tree; True if the requests fit now."""
+    w = s.kc_job[s.kc_order[position]]
+    if base + n_targets >= s.tg_job.size:
+        s.ints[I_OVERFLOW] = 1
+        return True
+    add_usage(s, s.kw_cq[w], w, -1)
+    s.tg_job[base + n_targets], s.tg_var[base + n_targets] = w, variant
+    return workload_fits(s, cq, use, has, True)
+
+
+@jit
+def fair_targets(s, j, cq, use, has, need, first_strategy, second_strategy):
+    """``_fair_targets``: candidates from the ClusterQueue with the highest DRS while the first
+    strategy allows it, then one per ClusterQueue under the second; the preemptor's own
+    ClusterQueue without a share check, every one when the preemptor stays within nominal."""
+    n = 0
+    if s.kq_within[cq] != P_NEVER:
+        for i in range(s.k_ints[K_ADMITTED]):
+            w = s.k_adm[i]
+            if s.kw_cq[w] == cq and uses(s, w, need) and policy_allows(s, s.kq_within[cq], j, w):
+                s.kc_job[n], s.kc_list[n] = w, 0
+                n += 1
+    if s.kq_parent[cq] >= 0 and s.kq_reclaim[cq] != P_NEVER:
+        for other in range(s.kq_use.shape[0]):
+            if other == cq or s.kq_root[other] != s.kq_root[cq] or within_nominal(s, other, need):
+                continue
+            for i in range(s.k_ints[K_ADMITTED]):
+                w = s.k_adm[i]
+                if s.kw_cq[w] == other and uses(s, w, need) and policy_allows(s, s.kq_reclaim[cq], j, w):
+                    s.kc_job[n], s.kc_list[n] = w, 0
+                    n += 1
+    sort_candidates(s, n, cq)
+    nominal = True
+    for f in range(need.shape[0]):
+        for r in range(need.shape[1]):
+            if need[f, r]:
+                nominal = nominal and not borrowing_with(s, cq, f, r, use[f, r] if has[f, r] else 0.0)
+    first, retry = s.kg_first, s.kg_retry
+    first[:] = -1
+    retry[:] = -1
+    for c in range(n - 1, -1, -1):
+        first[s.kw_cq[s.kc_job[s.kc_order[c]]]] = c
+    base, n_targets, fits = s.k_ints[K_TARGETS], 0, False
+    while not fits:
+        q = highest(s, first, cq)
+        if q < 0:
+            break
+        c = first[q]
+        first[q] = -1
+        if q == cq:
+            fits = take(s, cq, use, has, c, WITHIN_CQ, base, n_targets)
+            n_targets += 1
+            first[q] = next_of(s, c, n)
+            continue
+        preemptor_new = drs(s, cq, use, has, s.kt_zero, s.kt_none)
+        old = share(s, q)
+        while c >= 0:
+            w = s.kc_job[s.kc_order[c]]
+            new = drs(s, q, s.kt_zero, s.kt_none, s.kw_use[w], s.kw_has[w])
+            if nominal or strategy_allows(first_strategy, preemptor_new, old, new):
+                fits = take(s, cq, use, has, c, HIERARCHICAL_RECLAIM if nominal else FAIR_SHARING, base, n_targets)
+                n_targets += 1
+                later = next_of(s, c, n)
+                if not fits and later >= 0 and not within_nominal(s, q, need):
+                    first[q] = later
+                break
+            if retry[q] < 0:
+                retry[q] = c
+            c = next_of(s, c, n)
+    while not fits and second_strategy >= 0:
+        q = highest(s, retry, cq)
+        if q < 0:
+            break
+        c = retry[q]
+        retry[q] = -1
+        if strategy_allows(second_strategy, drs(s, cq, use, has, s.kt_zero, s.kt_none), share(s, q), 0.0):
+            fits = take(s, cq, use, has, c, FAIR_SHARING, base, n_targets)
+            n_targets += 1
+    if fits:
+        n_targets = fill_back(s, cq, use, has, base, n_targets, True)
+    for i in range(n_targets):
+        w = s.tg_job[base + i]
+        add_usage(s, s.kw_cq[w], w, 1)
+    return n_targets if fits else 0
+
+
 # -------------------------------------------------------------------------------- flavor assignment
 
 
@@ -521,7 +703,7 @@ def fits_resource_quota(s, j, cq, f, r, value, request):
         s.kt_req[:, :] = 0.0
         s.kt_has[:, :] = False
         s.kt_req[f, r], s.kt_has[f, r] = value, True
-        found = get_targets(s, j, cq, s.kt_req, s.kt_has, s.kt_has) > 0
+        found = get_targets(s, j, cq, s.kt_req, s.kt_has, s.kt_has, s.kr_default) > 0
         return (PREEMPT if found else NO_CANDIDATES), borrow
     return NO_FIT, borrow
 
@@ -619,7 +801,7 @@ def attempt(s, slot):
     for f in range(s.kt_need.shape[0]):
         for r in range(s.kt_need.shape[1]):
             s.kt_need[f, r] = s.e_has[slot, f, r] and s.e_use[slot, f, r] > available(s, cq, f, r)
-    n = get_targets(s, j, cq, s.e_use[slot], s.e_has[slot], s.kt_need)
+    n = get_targets(s, j, cq, s.e_use[slot], s.e_has[slot], s.kt_need, s.kr_strategies)
     s.e_tg[slot, 1] = n
     s.k_ints[K_TARGETS] += n
     return n > 0
@@ -661,14 +843,34 @@ def assign_flavors(s, slot):
 
 
 @jit
+def same_message(s, h, slot):
+    """Message row ``h`` says what entry ``slot``'s message says."""
+    row, msg = s.km_head[h], s.e_msg[slot]
+    if row[H_KIND] != msg[H_KIND] or row[H_PODSET] != msg[H_PODSET] or row[H_X] != msg[H_X]:
+        return False
+    if row[H_HI] - row[H_LO] != msg[H_HI] - msg[H_LO]:
+        return False
+    for k in range(msg[H_HI] - msg[H_LO]):
+        a, b = row[H_LO] + k, msg[H_LO] + k
+        for c in range(3):
+            if s.km_part[a, c] != s.km_part[b, c] or s.km_val[a, c] != s.km_val[b, c]:
+                return False
+    return True
+
+
+@jit
 def log_message(s, now, kind, j, slot):
-    """An event of ``kind`` for workload ``j`` with the message of entry ``slot``."""
-    h = s.k_ints[K_HEADS]
-    if h >= s.km_head.shape[0]:
-        s.ints[I_OVERFLOW] = 1
-        return
-    s.km_head[h] = s.e_msg[slot]
-    s.k_ints[K_HEADS] = h + 1
+    """An event of ``kind`` for workload ``j`` with the message of entry ``slot``; the workload's
+    last message row is reused when it says the same (a pending head repeats it every session)."""
+    h = s.kw_last[j]
+    if h < 0 or not same_message(s, h, slot):
+        h = s.k_ints[K_HEADS]
+        if h >= s.km_head.shape[0]:
+            s.ints[I_OVERFLOW] = 1
+            return
+        s.km_head[h] = s.e_msg[slot]
+        s.k_ints[K_HEADS] = h + 1
+        s.kw_last[j] = h
     log(s, now, kind, j, -1, -1, s.e_msg[slot, H_KIND], h, 0)
 
 
@@ -746,6 +948,60 @@ def admit(s, now, slot):
 
 
 @jit
+def borrows(s, node, e):
+    """The entry's usage would make ``node`` borrow."""
+    for f in range(s.kq_use.shape[1]):
+        for r in range(s.kq_use.shape[2]):
+            if s.e_has[e, f, r] and borrowing_with(s, node, f, r, s.e_use[e, f, r]):
+                return True
+    return False
+
+
+@jit
+def fair_less(s, node_a, a, node_b, b):
+    """The tournament's key of entry ``a`` at ``node_a`` below that of ``b`` at ``node_b``: not
+    borrowing first, then the lower DRS with the entry admitted, higher priority, FIFO, UID."""
+    borrows_a, borrows_b = borrows(s, node_a, a), borrows(s, node_b, b)
+    if borrows_a != borrows_b:
+        return borrows_b
+    share_a = drs(s, node_a, s.e_use[a], s.e_has[a], s.kt_zero, s.kt_none)
+    share_b = drs(s, node_b, s.e_use[b], s.e_has[b], s.kt_zero, s.kt_none)
+    if share_a != share_b:
+        return share_a < share_b
+    return order_before(s, s.e_job[a], s.e_job[b], True)
+
+
+@jit
+def fair_next(s, n):
+    """``_fair_next``: the DRS tournament over the waiting entries: at each cohort the winners of
+    its children compete, each keyed at its child; then the roots' winners, each at its own
+    ClusterQueue."""
+    winner, n_cqs = s.k_winner, s.kq_use.shape[0]
+    winner[:] = -1
+    for e in range(n):
+        if s.e_waiting[e]:
+            winner[s.kw_cq[s.e_job[e]]] = e
+    best = -1
+    for root in range(winner.size):
+        if s.kq_parent[root] >= 0:
+            continue
+        for k in range(s.kq_post_lo[root], s.kq_post_lo[root + 1]):
+            m = s.kq_post[k]
+            if m < n_cqs:
+                continue
+            top = -1
+            for i in range(s.kq_kid_lo[m], s.kq_kid_lo[m + 1]):
+                c = s.kq_kids[i]
+                if winner[c] >= 0 and (top < 0 or fair_less(s, c, winner[c], top, winner[top])):
+                    top = c
+            winner[m] = winner[top] if top >= 0 else -1
+        e = winner[root]
+        if e >= 0 and (best < 0 or fair_less(s, s.kw_cq[s.e_job[e]], e, s.kw_cq[s.e_job[best]], best)):
+            best = e
+    return best
+
+
+@jit
 def add_evictions(s, j, msg, ref):
     """The job's running pods are evicted (``s.k_evicts``: task, message code, its argument)."""
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
@@ -767,6 +1023,39 @@ def preempt(s, now, w, preemptor, variant):
 
 
 @jit
+def process(s, now, e, cycle):
+    """The entry's outcome: admitted, preempting its targets, or pending."""
+    j = s.e_job[e]
+    cq = s.kw_cq[j]
+    if s.e_mode[e] == FIT:
+        if workload_fits(s, cq, s.e_use[e], s.e_has[e], True):
+            admit(s, now, e)
+            return
+        set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
+    elif s.e_mode[e] == PREEMPT and s.e_tg[e, 1] > 0:
+        lo, hi = s.e_tg[e, 0], s.e_tg[e, 0] + s.e_tg[e, 1]
+        taken = False
+        for k in range(lo, hi):
+            taken = taken or s.kw_stamp[s.tg_job[k]] == cycle
+        if not taken:
+            for k in range(lo, hi):
+                s.kw_evicted[s.tg_job[k]] = True
+                s.kw_stamp[s.tg_job[k]] = cycle
+            for k in range(lo, hi):
+                preempt(s, now, s.tg_job[k], j, s.tg_var[k])
+            s.k_blocked[cq] = True
+            s.e_msg[e, H_KIND], s.e_msg[e, H_X] = MSG_PREEMPTING, hi - lo
+            log_message(s, now, EV_PENDING, j, e)
+            return
+        set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
+    if s.kq_strict[cq]:
+        s.k_blocked[cq] = True
+    else:
+        s.kw_parked[j] = True
+    log_message(s, now, EV_PENDING, j, e)
+
+
+@jit
 def schedule(s, now, n):
     """One admission cycle (``schedule``) over the ``n`` heads; a head not admitted blocks its
     ClusterQueue for the session (StrictFIFO) or is parked until quota is freed (BestEffortFIFO)."""
@@ -782,36 +1071,15 @@ def schedule(s, now, n):
             s.e_order[k] = s.e_order[k - 1]
             k -= 1
         s.e_order[k] = e
-    for i in range(n):
-        e = s.e_order[i]
-        j = s.e_job[e]
-        cq = s.kw_cq[j]
-        if s.e_mode[e] == FIT:
-            if workload_fits(s, cq, s.e_use[e], s.e_has[e], True):
-                admit(s, now, e)
-                continue
-            set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
-        elif s.e_mode[e] == PREEMPT and s.e_tg[e, 1] > 0:
-            lo, hi = s.e_tg[e, 0], s.e_tg[e, 0] + s.e_tg[e, 1]
-            taken = False
-            for k in range(lo, hi):
-                taken = taken or s.kw_stamp[s.tg_job[k]] == cycle
-            if not taken:
-                for k in range(lo, hi):
-                    s.kw_evicted[s.tg_job[k]] = True
-                    s.kw_stamp[s.tg_job[k]] = cycle
-                for k in range(lo, hi):
-                    preempt(s, now, s.tg_job[k], j, s.tg_var[k])
-                s.k_blocked[cq] = True
-                s.e_msg[e, H_KIND], s.e_msg[e, H_X] = MSG_PREEMPTING, hi - lo
-                log_message(s, now, EV_PENDING, j, e)
-                continue
-            set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
-        if s.kq_strict[cq]:
-            s.k_blocked[cq] = True
-        else:
-            s.kw_parked[j] = True
-        log_message(s, now, EV_PENDING, j, e)
+    if s.kr_fair:
+        s.e_waiting[:n] = True
+        for _ in range(n):
+            e = fair_next(s, n)
+            s.e_waiting[e] = False
+            process(s, now, e, cycle)
+    else:
+        for i in range(n):
+            process(s, now, s.e_order[i], cycle)
 
 
 @jit
@@ -1087,11 +1355,8 @@ def run_core(fields):
 def unsupported(compiled) -> str | None:
     """What of a Kueue scenario the core does not simulate, or None."""
     scenario = compiled.scenario
-    conf = scenario.scheduler.kueue
     if any(job.status is not None for job in scenario.jobs):
         return "job status snapshots under Kueue"
-    if conf.fair_sharing.enable:
-        return "Kueue fair sharing"
     if len(_names(scenario)[0]) > 62:
         return "more than 62 ResourceFlavors"
     return None
@@ -1123,6 +1388,7 @@ def kueue_arrays(c) -> dict:
     nodes = cqs + list(tree.cohorts.values())
     index = {id(node): k for k, node in enumerate(nodes)}
     flavors, resources = _names(scenario)
+    fair = scenario.scheduler.kueue.fair_sharing
     podsets = []  # (job, name, count, min, requests)
     cq_of = np.full(p.n_jobs, -1, np.int64)
     cq_index = {cq.name: k for k, cq in enumerate(cqs)}
@@ -1180,7 +1446,8 @@ def kueue_arrays(c) -> dict:
         "kq_subtree": subtree, "kq_local": local, "kq_potential": potential, "kq_has_bl": has_bl, "kq_bl": bl,
         "kq_height": np.array([n.height() if isinstance(n, Cohort) else 0 for n in nodes], np.int64),
         "kq_strict": np.array([cq.queueing_strategy == STRICT_FIFO for cq in cqs], bool),
-        "kq_while_borrowing": np.array([cq.preemption.borrow_within_cohort != NEVER for cq in cqs], bool),
+        "kq_while_borrowing": np.array([cq.preemption.borrow_within_cohort != NEVER or (
+            fair.enable and cq.preemption.reclaim_within_cohort != NEVER) for cq in cqs], bool),
         "kq_within": np.array([POLICIES.index(cq.preemption.within_cluster_queue) for cq in cqs], np.int64),
         "kq_reclaim": np.array([POLICIES.index(cq.preemption.reclaim_within_cohort) for cq in cqs], np.int64),
         "kq_threshold": np.array([np.nan if cq.preemption.max_priority_threshold is None
@@ -1197,7 +1464,19 @@ def kueue_arrays(c) -> dict:
         "ps_req_r": np.array([rk[r] for r, _ in requests], np.int64),
         "ps_req_v": np.array([v for _, v in requests], float),
         "t_podset": t_podset, "kf_nodes": flavor_nodes, "kr_arg": _ready_args(scenario.scheduler.kueue),
+        "kq_root": np.array([index[id(n.root())] for n in nodes], np.int64),
+        "kq_has_quota": np.array([[[(f, r) in n.quotas for r in resources] for f in flavors] for n in nodes],
+                                 bool).reshape(shape),
+        "kq_weight": np.array([n.weight for n in nodes], float), "kr_fair": bool(fair.enable),
+        "kr_strategies": _strategies(fair.preemption_strategies or DEFAULT_STRATEGIES),
+        "kr_default": _strategies(DEFAULT_STRATEGIES),
     }
+
+
+def _strategies(names) -> np.ndarray:
+    """The first two fair-sharing preemption strategies as codes, -1 for none."""
+    codes = [STRATEGIES.index(name) for name in names][:2]
+    return np.array(codes + [-1] * (2 - len(codes)), np.int64)
 
 
 def _ready_args(conf) -> np.ndarray:
@@ -1300,23 +1579,23 @@ def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) 
         return (f"insufficient unused quota for {name} in flavor {flavor}, "
                 f"{format_quantity(name, value[0] - value[1])} more needed")
 
-    for row in np.flatnonzero(code >= MSG_QUOTA_RESERVED):
-        head = heads[arg[row]]
-        what = head[H_KIND]
+    def message(what: int, podset: int, lo: int, hi: int, x: int, cq: int) -> str:
         if what == MSG_QUOTA_RESERVED:
-            reasons[row] = "QuotaReserved"
-            chosen = ", ".join(sorted(flavors[f] for f in range(len(flavors)) if head[H_X] >> f & 1))
-            messages[row] = f"Quota reserved in ClusterQueue {cq_names[cq_of[job[row]]]}; flavors {chosen}"
-            continue
-        reasons[row] = WAITING_FOR_QUOTA
+            chosen = ", ".join(sorted(flavors[f] for f in range(len(flavors)) if x >> f & 1))
+            return f"Quota reserved in ClusterQueue {cq_names[cq]}; flavors {chosen}"
         if what == MSG_NO_LONGER_FITS:
-            messages[row] = NO_LONGER_FITS
-        elif what == MSG_UNAVAILABLE:
-            messages[row] = (f"couldn't assign flavors to pod set {podsets[head[H_PODSET]]}: resource "
-                             f"{resources[head[H_X]]} unavailable in ClusterQueue")
-        else:
-            messages[row] = (f"couldn't assign flavors to pod set {podsets[head[H_PODSET]]}: "
-                             + ", ".join(reason(x) for x in range(head[H_LO], head[H_HI])))
-            if what == MSG_PREEMPTING:
-                messages[row] += f". Pending the preemption of {head[H_X]} workload(s)"
+            return NO_LONGER_FITS
+        if what == MSG_UNAVAILABLE:
+            return (f"couldn't assign flavors to pod set {podsets[podset]}: resource {resources[x]} unavailable "
+                    "in ClusterQueue")
+        text = f"couldn't assign flavors to pod set {podsets[podset]}: " + ", ".join(reason(k) for k in range(lo, hi))
+        return text + f". Pending the preemption of {x} workload(s)" if what == MSG_PREEMPTING else text
+
+    rows = np.flatnonzero(code >= MSG_QUOTA_RESERVED)
+    used, inverse = np.unique(arg[rows], return_inverse=True)  # a message row serves one workload
+    owner = np.zeros(len(heads), np.int64)
+    owner[arg[rows]] = job[rows]
+    texts = np.array([message(*heads[h].tolist(), int(cq_of[owner[h]])) for h in used.tolist()] + [""], object)
+    messages[rows] = texts[inverse.reshape(-1)]
+    reasons[rows] = np.where(code[rows] == MSG_QUOTA_RESERVED, "QuotaReserved", WAITING_FOR_QUOTA)
     return time, kind, job, task, node, reasons, messages
