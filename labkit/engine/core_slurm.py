@@ -33,13 +33,13 @@ from .core_clock import (
     close_run,
     finish,
     finish_as,
-    live_insert,
     log,
     pop_event,
     push_event,
     quiet,
     released,
     stop_work,
+    submit,
     terminate,
 )
 from .core_state import (
@@ -51,7 +51,6 @@ from .core_state import (
     EV_EVICTED,
     EV_RESTARTING,
     EV_STARTED,
-    EV_SUBMITTED,
     EVENT_KINDS,
     FINISH,
     I_EVENTS,
@@ -61,7 +60,6 @@ from .core_state import (
     I_RUNS,
     I_SESSIONS,
     I_TO_START,
-    MSG_NONE,
     MSG_PODS_RUNNING,
     MSG_RESTART,
     PENDING,
@@ -1076,20 +1074,10 @@ def session_once(s, now, sched, backfill_due):
 
 
 @jit
-def arrive(s, now, j):
-    """The job is submitted: its pods exist from now."""
-    s.present[j] = True
-    live_insert(s, j)
-    log(s, now, EV_SUBMITTED, j, -1, -1, MSG_NONE, 0, 0)
-    s.enq_t[j] = now
-    set_created(s, j, True)
-
-
-@jit
 def apply_event(s, now, slot):
     kind, index, version = s.h_key[slot, 0], s.h_key[slot, 1], s.h_key[slot, 2]
     if kind == ARRIVAL:
-        arrive(s, now, index)
+        submit(s, now, index)
     elif kind == RELEASED:
         released(s, now, index)
         j = s.t_job[index]
