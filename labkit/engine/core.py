@@ -405,14 +405,23 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0) -> RunRecord:
         from .core_kube import run as run_kube
 
         return run_kube(compiled, static, scale)
+    mutable, _ = run_grown(run_core, CoreFields, static, scale)
+    return _record(compiled, mutable)
+
+
+def run_grown(entry, fields, static: dict, scale: float, own=None) -> tuple[dict, dict]:
+    """Run the jitted ``entry`` on ``fields(**static, **mutable, **own)``, the buffers four times larger
+    while one overflows: the run's mutable arrays and its family's own (``own(static, events)``, the
+    size of the event buffer given)."""
     while True:
         mutable = mutable_arrays(static, scale)
         if len(mutable["ev_time"]) > MAX_EVENTS:
             raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods evicting "
                               "each other for ever?): give the scenario a horizon")
-        run_core(CoreFields(**static, **mutable))
+        family = own(static, len(mutable["ev_time"])) if own else {}
+        entry(fields(**static, **mutable, **family))
         if not mutable["ints"][I_OVERFLOW]:
-            return _record(compiled, mutable)
+            return mutable, family
         scale *= 4
 
 

@@ -25,9 +25,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..errors import LabkitError
 from ..spec.kube import MAX_NODE_SCORE
-from .core import MAX_EVENTS, CoreFields, _size, mutable_arrays
+from .core import CoreFields, _size, run_grown
 from .core_account import list_insert, list_remove, set_created, set_status
 from .core_actions import sort_prefix
 from .core_clock import (
@@ -988,16 +987,8 @@ def _kube_mutable(static: dict, events: int) -> dict:
 
 def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
     """Run a compiled kube-scheduler scenario on the core (buffers sized by ``scale``, grown on need)."""
-    while True:
-        mutable = mutable_arrays(static, scale)
-        if len(mutable["ev_time"]) > MAX_EVENTS:
-            raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods preempting "
-                              "each other for ever?): give the scenario a horizon")
-        kube = _kube_mutable(static, len(mutable["ev_time"]))
-        run_core(KubeFields(**static, **mutable, **kube))
-        if not mutable["ints"][I_OVERFLOW]:
-            return _record(compiled, mutable, kube)
-        scale *= 4
+    mutable, kube = run_grown(run_core, KubeFields, static, scale, _kube_mutable)
+    return _record(compiled, mutable, kube)
 
 
 def _record(c, m: dict, k: dict) -> RunRecord:

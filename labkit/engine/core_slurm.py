@@ -24,8 +24,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import njit
 
-from ..errors import LabkitError
-from .core import MAX_EVENTS, CoreFields, _size, mutable_arrays
+from .core import CoreFields, _size, run_grown
 from .core_account import set_created, set_job_phase
 from .core_actions import sort_prefix
 from .core_clock import (
@@ -1258,16 +1257,8 @@ def _slurm_mutable(static: dict, events: int) -> dict:
 
 def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
     """Run a compiled Slurm scenario on the core (buffers sized by ``scale``, grown on need)."""
-    while True:
-        mutable = mutable_arrays(static, scale)
-        if len(mutable["ev_time"]) > MAX_EVENTS:
-            raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending: give the scenario "
-                              "a horizon")
-        slurm = _slurm_mutable(static, len(mutable["ev_time"]))
-        run_core(SlurmFields(**static, **mutable, **slurm))
-        if not mutable["ints"][I_OVERFLOW]:
-            return _record(compiled, mutable, slurm)
-        scale *= 4
+    mutable, slurm = run_grown(run_core, SlurmFields, static, scale, _slurm_mutable)
+    return _record(compiled, mutable, slurm)
 
 
 def _record(c, m: dict, sl: dict) -> RunRecord:
