@@ -451,24 +451,41 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
         from .core_kube import run as run_kube
 
         return run_kube(compiled, static, scale)
+    mutable, _ = run_grown(in_slices(run_core, progress), CoreFields, static, scale)
+    return None if mutable["refused"][0] else _record(compiled, mutable)
+
+
+def in_slices(run_core, progress: Progress | None):
+    """The Volcano core's entry run a slice of :data:`STEP_SECONDS` at a time (``core_clock.run``
+    takes a step budget), telling ``progress`` between slices."""
+
+    def entry(fields) -> None:
+        budget = FIRST_STEPS
+        while True:
+            began = time.perf_counter()
+            if run_core(fields, budget):
+                return
+            took = time.perf_counter() - began
+            budget = max(1, int(budget * min(4.0, STEP_SECONDS / max(took, 1e-6))))
+            if progress is not None:
+                progress(int(fields.done.sum()), len(fields.done), float(fields.clock[0]))
+
+    return entry
+
+
+def run_grown(entry, fields, static: dict, scale: float, own=None) -> tuple[dict, dict]:
+    """Run the jitted ``entry`` on ``fields(**static, **mutable, **own)``, the buffers four times larger
+    while one overflows: the run's mutable arrays and its family's own (``own(static, events)``, the
+    size of the event buffer given)."""
     while True:
         mutable = mutable_arrays(static, scale)
         if len(mutable["ev_time"]) > MAX_EVENTS:
             raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods evicting "
                               "each other for ever?): give the scenario a horizon")
-        fields, budget = CoreFields(**static, **mutable), FIRST_STEPS
-        while True:
-            began = time.perf_counter()
-            if run_core(fields, budget):
-                break
-            took = time.perf_counter() - began
-            budget = max(1, int(budget * min(4.0, STEP_SECONDS / max(took, 1e-6))))
-            if progress is not None:
-                progress(int(mutable["done"].sum()), len(mutable["done"]), float(mutable["clock"][0]))
-        if mutable["refused"][0]:
-            return None
+        family = own(static, len(mutable["ev_time"])) if own else {}
+        entry(fields(**static, **mutable, **family))
         if not mutable["ints"][I_OVERFLOW]:
-            return _record(compiled, mutable)
+            return mutable, family
         scale *= 4
 
 

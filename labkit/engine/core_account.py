@@ -193,18 +193,9 @@ def account(s, t, sign):
         return
     pod_view(s, t, n, sign)
     if sign > 0:  # NodeInfo.AddTask / RemoveTask: the node's task list
-        s.node_next[t] = s.node_first[n]
-        s.node_prev[t] = -1
-        if s.node_first[n] >= 0:
-            s.node_prev[s.node_first[n]] = t
-        s.node_first[n] = t
+        list_insert(s.node_first, s.node_next, s.node_prev, t, n)
     else:
-        if s.node_prev[t] >= 0:
-            s.node_next[s.node_prev[t]] = s.node_next[t]
-        else:
-            s.node_first[n] = s.node_next[t]
-        if s.node_next[t] >= 0:
-            s.node_prev[s.node_next[t]] = s.node_prev[t]
+        list_remove(s.node_first, s.node_next, s.node_prev, t, n)
     if st == PIPELINED:
         add_row(s.n_pip[n], req, sign)
         return
@@ -212,6 +203,28 @@ def account(s, t, sign):
     add_row(s.o_base[1], req, sign)
     if st == RELEASING:
         add_row(s.n_rel[n], req, sign)
+
+
+@jit
+def list_insert(first, after, before, t, n):
+    """Task ``t`` at the head of node ``n``'s task list: ``first`` (N,) heads, ``after`` and
+    ``before`` (T,) the doubly linked neighbours (-1 = none)."""
+    after[t] = first[n]
+    before[t] = -1
+    if first[n] >= 0:
+        before[first[n]] = t
+    first[n] = t
+
+
+@jit
+def list_remove(first, after, before, t, n):
+    """Task ``t`` out of node ``n``'s task list."""
+    if before[t] >= 0:
+        after[before[t]] = after[t]
+    else:
+        first[n] = after[t]
+    if after[t] >= 0:
+        before[after[t]] = before[t]
 
 
 @jit

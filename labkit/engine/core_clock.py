@@ -390,6 +390,16 @@ def arrive(s, now, j):
 
 
 @jit
+def submit(s, now, j):
+    """A job whose pods exist from submit (a batch Job, an sbatch) is submitted (Policy.pods_at_submit)."""
+    s.present[j] = True
+    live_insert(s, j)
+    log(s, now, EV_SUBMITTED, j, -1, -1, MSG_NONE, 0, 0)
+    s.enq_t[j] = now
+    set_created(s, j, True)
+
+
+@jit
 def quiet(s):
     """Only wake-ups are left on the heap, no job's work runs and no pod terminates: a later
     session would repeat the last one (simulate.Simulation._settled)."""

@@ -25,22 +25,21 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..errors import LabkitError
 from ..spec.kube import MAX_NODE_SCORE
-from .core import MAX_EVENTS, CoreFields, _size, mutable_arrays
-from .core_account import set_created, set_status
+from .core import CoreFields, _size, run_grown
+from .core_account import list_insert, list_remove, set_created, set_status
 from .core_actions import sort_prefix
 from .core_clock import (
     bind,
     evict,
     finish,
-    live_insert,
     log,
     maybe_start,
     pop_event,
     push_event,
     quiet,
     released,
+    submit,
 )
 from .core_slurm import wake_queued
 from .core_state import (
@@ -49,7 +48,6 @@ from .core_state import (
     BINDING,
     CPU,
     EV_PIPELINED,
-    EV_SUBMITTED,
     EVENT_KINDS,
     FAILED,
     FINISH,
@@ -62,7 +60,6 @@ from .core_state import (
     I_SESSIONS,
     MEMORY,
     MIN_RESOURCE,
-    MSG_NONE,
     MSG_PODS_RUNNING,
     MSG_RESTART,
     PENDING,
@@ -165,11 +162,7 @@ def z_failure(s, f):
 @jit
 def link(s, t, n):
     """The pod joins node ``n``'s pods (NodeInfo.AddTask): its list and its use."""
-    s.pod_next[t] = s.pod_first[n]
-    s.pod_prev[t] = -1
-    if s.pod_first[n] >= 0:
-        s.pod_prev[s.pod_first[n]] = t
-    s.pod_first[n] = t
+    list_insert(s.pod_first, s.pod_next, s.pod_prev, t, n)
     req = s.t_req[t]
     for r in range(req.size):
         s.ss_used[n, r] += req[r]
@@ -179,12 +172,7 @@ def link(s, t, n):
 
 @jit
 def unlink(s, t, n):
-    if s.pod_prev[t] >= 0:
-        s.pod_next[s.pod_prev[t]] = s.pod_next[t]
-    else:
-        s.pod_first[n] = s.pod_next[t]
-    if s.pod_next[t] >= 0:
-        s.pod_prev[s.pod_next[t]] = s.pod_prev[t]
+    list_remove(s.pod_first, s.pod_next, s.pod_prev, t, n)
     req = s.t_req[t]
     for r in range(req.size):
         s.ss_used[n, r] -= req[r]
@@ -768,6 +756,7 @@ def create_pods(s, now, j):
     q = s.k_job_quota[j]
     n_keys = s.q_used.size
     row = s.krow[s.krow.shape[0] - 1]
+    counted = False
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
         if s.k_created[t]:
             continue
@@ -775,11 +764,13 @@ def create_pods(s, now, j):
             if s.k_unset[t]:
                 note(s, now, EV_REJECTED, t, MSG_MUST_SPECIFY, 0, 0, row)
                 continue
-            s.q_used[:] = 0
-            for u in range(s.t_job.size):
-                if s.k_created[u] and s.status[u] != SUCCEEDED and s.k_job_quota[s.t_job[u]] == q:
-                    for k in range(n_keys):
-                        s.q_used[k] += s.k_usage[u, k]
+            if not counted:  # what the namespace's pods use: created and not deleted
+                counted = True
+                s.q_used[:] = 0
+                for u in range(s.t_job.size):
+                    if s.k_created[u] and s.status[u] != SUCCEEDED and s.k_job_quota[s.t_job[u]] == q:
+                        for k in range(n_keys):
+                            s.q_used[k] += s.k_usage[u, k]
             row[:] = 0
             over = False
             for k in range(n_keys):
@@ -789,6 +780,8 @@ def create_pods(s, now, j):
             if over:
                 note(s, now, EV_REJECTED, t, MSG_EXCEEDED, 0, 0, row)
                 continue
+            for k in range(n_keys):
+                s.q_used[k] += s.k_usage[t, k]
         s.k_created[t] = True
 
 
@@ -871,12 +864,8 @@ def session_once(s, now):
 
 @jit
 def arrive(s, now, j):
-    """The job is submitted: its pods are created from now."""
-    s.present[j] = True
-    live_insert(s, j)
-    log(s, now, EV_SUBMITTED, j, -1, -1, MSG_NONE, 0, 0)
-    s.enq_t[j] = now
-    set_created(s, j, True)
+    """The job is submitted: its pods are created from now, through the quota admission."""
+    submit(s, now, j)
     create_pods(s, now, j)
 
 
@@ -985,16 +974,8 @@ def _kube_mutable(static: dict, events: int) -> dict:
 
 def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
     """Run a compiled kube-scheduler scenario on the core (buffers sized by ``scale``, grown on need)."""
-    while True:
-        mutable = mutable_arrays(static, scale)
-        if len(mutable["ev_time"]) > MAX_EVENTS:
-            raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods preempting "
-                              "each other for ever?): give the scenario a horizon")
-        kube = _kube_mutable(static, len(mutable["ev_time"]))
-        run_core(KubeFields(**static, **mutable, **kube))
-        if not mutable["ints"][I_OVERFLOW]:
-            return _record(compiled, mutable, kube)
-        scale *= 4
+    mutable, kube = run_grown(run_core, KubeFields, static, scale, _kube_mutable)
+    return _record(compiled, mutable, kube)
 
 
 def _record(c, m: dict, k: dict) -> RunRecord:

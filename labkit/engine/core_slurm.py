@@ -24,8 +24,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import njit
 
-from ..errors import LabkitError
-from .core import MAX_EVENTS, CoreFields, _size, mutable_arrays
+from .core import CoreFields, _size, run_grown
 from .core_account import set_created, set_job_phase
 from .core_actions import sort_prefix
 from .core_clock import (
@@ -33,13 +32,13 @@ from .core_clock import (
     close_run,
     finish,
     finish_as,
-    live_insert,
     log,
     pop_event,
     push_event,
     quiet,
     released,
     stop_work,
+    submit,
     terminate,
 )
 from .core_state import (
@@ -51,7 +50,6 @@ from .core_state import (
     EV_EVICTED,
     EV_RESTARTING,
     EV_STARTED,
-    EV_SUBMITTED,
     EVENT_KINDS,
     FINISH,
     I_EVENTS,
@@ -61,7 +59,6 @@ from .core_state import (
     I_RUNS,
     I_SESSIONS,
     I_TO_START,
-    MSG_NONE,
     MSG_PODS_RUNNING,
     MSG_RESTART,
     PENDING,
@@ -1076,20 +1073,10 @@ def session_once(s, now, sched, backfill_due):
 
 
 @jit
-def arrive(s, now, j):
-    """The job is submitted: its pods exist from now."""
-    s.present[j] = True
-    live_insert(s, j)
-    log(s, now, EV_SUBMITTED, j, -1, -1, MSG_NONE, 0, 0)
-    s.enq_t[j] = now
-    set_created(s, j, True)
-
-
-@jit
 def apply_event(s, now, slot):
     kind, index, version = s.h_key[slot, 0], s.h_key[slot, 1], s.h_key[slot, 2]
     if kind == ARRIVAL:
-        arrive(s, now, index)
+        submit(s, now, index)
     elif kind == RELEASED:
         released(s, now, index)
         j = s.t_job[index]
@@ -1270,16 +1257,8 @@ def _slurm_mutable(static: dict, events: int) -> dict:
 
 def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
     """Run a compiled Slurm scenario on the core (buffers sized by ``scale``, grown on need)."""
-    while True:
-        mutable = mutable_arrays(static, scale)
-        if len(mutable["ev_time"]) > MAX_EVENTS:
-            raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending: give the scenario "
-                              "a horizon")
-        slurm = _slurm_mutable(static, len(mutable["ev_time"]))
-        run_core(SlurmFields(**static, **mutable, **slurm))
-        if not mutable["ints"][I_OVERFLOW]:
-            return _record(compiled, mutable, slurm)
-        scale *= 4
+    mutable, slurm = run_grown(run_core, SlurmFields, static, scale, _slurm_mutable)
+    return _record(compiled, mutable, slurm)
 
 
 def _record(c, m: dict, sl: dict) -> RunRecord:
