@@ -130,6 +130,7 @@ STATIC = (
     "horizon", "period", "gpu", "has_enqueue",
     "strict_fifo",
     "k_job_quota", "k_usage", "k_hard", "k_tracked", "k_unset",
+    "j_worder", "j_mshape", "w_off", "fast_enqueue",
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
@@ -169,6 +170,10 @@ MUTABLE = {
     "cache": ("M N", 0, I8), "cache_mark": ("M", 0, I), "ops": ("2*T+16 3", 0, I), "binds": ("T+1 5", 0, I),
     "evicts": ("T+1 3", 0, I), "pipelined": ("T+1", 0, I), "pipelined_on": ("T+1", 0, I),
     "vec": ("8 R", 0, F),
+    # the Pending PodGroups per queue in enqueue's order (core_actions.update_waiting)
+    "w_job": ("J", -1, I), "w_n": ("Q", 0, I), "w_in": ("J", False, B), "w_impure": ("J", False, B),
+    "w_cnt": ("Q W", 0, I32), "w_left": ("W", 0, I), "w_fail": ("W", 0, I),
+    "act": ("J", 0, I), "act_in": ("J", False, B), "w_new": ("J", 0, I), "acting": ("J", 0, I),
 }
 """The run's mutable arrays: shape (in the sizes of :func:`mutable_arrays`), initial value, dtype."""
 CoreFields = namedtuple("CoreFields", STATIC + tuple(MUTABLE))
@@ -277,6 +282,37 @@ def _role_pairs(problem: Problem) -> dict:
             "j_min_total": np.where(minima > 0, minima, 0).sum(axis=1).astype(np.int64)}
 
 
+MAX_SHAPE_COUNTS = 4_000_000
+"""Most (queue, minResources shape) counters the enqueue shortcut keeps; beyond, enqueue uses heaps."""
+
+
+def _waiting_arrays(p: Problem, arrays: dict) -> dict:
+    """What enqueue needs to take each queue's Pending PodGroups in order without a heap: their
+    JobOrderFn order (a Pending PodGroup has no pods, so priority, gang's readiness with no pod
+    ready and drf's zero share, then creation and UID, decide it), each queue's segment of the
+    waiting list, each job's minResources shape. ``fast_enqueue``: that order holds (no sla,
+    no job starting from a snapshot) and enqueue runs."""
+    kinds = [int(arrays["p_kind"][e]) for e in arrays["hooks"][H_JOB_ORDER, :arrays["hook_len"][H_JOB_ORDER]]]
+    keys = []
+    for kind in kinds:
+        if kind == P.PRIORITY:
+            keys.append(-p.job_priority.astype(np.int64))
+        elif kind == P.GANG:
+            keys.append((p.job_min_member <= 0).astype(np.int64))  # a ready job comes after
+    keys.append(p.job_rank.astype(np.int64))
+    worder = np.empty(p.n_jobs, np.int64)
+    worder[np.lexsort(keys[::-1])] = np.arange(p.n_jobs)
+    minres = np.column_stack([arrays["j_minres"], arrays["j_has_minres"]])
+    shape = (np.unique(minres, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64) if p.n_jobs
+             else np.zeros(0, np.int64))
+    n_queues = len(arrays["q_weight"])
+    fast = (arrays["has_enqueue"] and P.SLA not in arrays["p_kind"] and not (arrays["j_init_phase"] >= 0).any()
+            and n_queues * (int(shape.max()) + 1 if p.n_jobs else 1) <= MAX_SHAPE_COUNTS)
+    sizes = np.bincount(p.job_queue.astype(np.int64), minlength=n_queues)
+    return {"j_worder": worder, "j_mshape": shape if fast else np.zeros(p.n_jobs, np.int64),
+            "w_off": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), "fast_enqueue": bool(fast)}
+
+
 def _snapshot_arrays(c: Compiled) -> dict:
     """Jobs that start from a ``status`` snapshot: initial phase and the nodes of running pods."""
     p = c.problem
@@ -346,6 +382,7 @@ def static_arrays(c: Compiled) -> dict:
     arrays.update(_snapshot_arrays(c))
     arrays.update(_plugin_arrays(p))
     arrays.update(_quota_arrays(c))
+    arrays.update(_waiting_arrays(p, arrays))
     if p.policy.family == Family.SLURM:
         from .core_slurm import slurm_arrays
 
@@ -369,12 +406,12 @@ def _size(dim: str, sizes: dict) -> int:
 def mutable_arrays(st: dict, scale: float) -> dict:
     """Fresh clock state and session scratch (:data:`MUTABLE`). Sizes: J jobs, T tasks, N nodes,
     Q queues, R resources, P (job, role) pairs, M most pairs of one job, S task statuses, X scalar
-    slots; ``scale`` multiplies the buffers a run cannot bound in advance: E events, H clock
+    slots, W minResources shapes; ``scale`` multiplies the buffers a run cannot bound in advance: E events, H clock
     events, K pod runs, U fit-error nodes."""
     n_jobs, n_tasks, n_nodes = len(st["j_queue"]), len(st["t_job"]), len(st["node_alloc"])
     sizes = {"J": n_jobs, "T": n_tasks, "N": n_nodes, "Q": len(st["q_weight"]), "R": len(st["total"]),
              "P": len(st["pair_min"]), "M": int(np.diff(st["j_pair"]).max()) if n_jobs else 1,
-             "S": N_STATUS, "X": N_INTS}
+             "S": N_STATUS, "X": N_INTS, "W": int(st["j_mshape"].max()) + 1 if n_jobs else 1}
     grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks), ("K", n_tasks), ("U", n_nodes))
     for name, size in grown:
         sizes[name] = max(8, int(scale * (size + 64)))

@@ -65,13 +65,16 @@ from .core_state import (
     H_PREEMPTABLE,
     H_RECLAIMABLE,
     I_ACTION,
+    I_ACTIVE,
     I_ATTRS,
     I_BINDS,
     I_CANDIDATES,
     I_CLOSED,
+    I_ENQUEUED,
     I_EVICTS,
     I_FIT_POOL,
     I_FIT_TASKS,
+    I_IMPURE,
     I_IN_SESSION,
     I_LIVE,
     I_NEXT_NODE,
@@ -375,10 +378,136 @@ def is_pending(phase):
 
 
 @jit
+def waiting_at(s, q, key):
+    """Where in queue ``q``'s waiting list the first job at or after order ``key`` is."""
+    lo, hi = s.w_off[q], s.w_off[q] + s.w_n[q]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if s.j_worder[s.w_job[mid]] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@jit
+def waiting_insert(s, j):
+    q = s.j_queue[j]
+    at, end = waiting_at(s, q, s.j_worder[j]), s.w_off[q] + s.w_n[q]
+    for k in range(end, at, -1):
+        s.w_job[k] = s.w_job[k - 1]
+    s.w_job[at] = j
+    s.w_n[q] += 1
+    s.w_cnt[q, s.j_mshape[j]] += 1
+
+
+@jit
+def waiting_remove(s, j):
+    q = s.j_queue[j]
+    at, end = waiting_at(s, q, s.j_worder[j]), s.w_off[q] + s.w_n[q]
+    for k in range(at, end - 1):
+        s.w_job[k] = s.w_job[k + 1]
+    s.w_n[q] -= 1
+    s.w_cnt[q, s.j_mshape[j]] -= 1
+
+
+@jit
+def active_at(s, j):
+    """Where job ``j`` is, or goes, in the active list (sorted by job index)."""
+    lo, hi = 0, s.ints[I_ACTIVE]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if s.act[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@jit
+def active_insert(s, j):
+    at, end = active_at(s, j), s.ints[I_ACTIVE]
+    for k in range(end, at, -1):
+        s.act[k] = s.act[k - 1]
+    s.act[at] = j
+    s.ints[I_ACTIVE] = end + 1
+
+
+@jit
+def active_remove(s, j):
+    at, end = active_at(s, j), s.ints[I_ACTIVE]
+    for k in range(at, end - 1):
+        s.act[k] = s.act[k + 1]
+    s.ints[I_ACTIVE] = end - 1
+
+
+@jit
+def update_waiting(s):
+    """The jobs the clock touched since the last session (``s.to_close``) that became, or stopped
+    being, Pending PodGroups enter, or leave, their queue's waiting list (kept in enqueue's job
+    order, ``s.j_worder``); the other live jobs are the active list (``s.act``, by index). A
+    waiting job whose pods exist or hold resources (a restart not yet over) is counted in
+    ``ints[I_IMPURE]``: that order may then not be JobOrderFn's, nor the job idle in a session."""
+    for i in range(s.ints[I_TO_CLOSE]):
+        j = s.to_close[i]
+        waiting = s.is_live[j] and is_pending(s.phase[j])
+        if waiting != s.w_in[j]:
+            if waiting:
+                waiting_insert(s, j)
+            else:
+                waiting_remove(s, j)
+            s.w_in[j] = waiting
+        active = s.is_live[j] and not waiting
+        if active != s.act_in[j]:
+            if active:
+                active_insert(s, j)
+            else:
+                active_remove(s, j)
+            s.act_in[j] = active
+        impure = False
+        if waiting:
+            impure = s.created[j]
+            for r in range(s.j_alloc.shape[1]):
+                impure = impure or s.j_alloc[j, r] != 0.0
+        if impure != s.w_impure[j]:
+            s.ints[I_IMPURE] += 1 if impure else -1
+            s.w_impure[j] = impure
+
+
+@jit
+def waiting_apart(s):
+    """The Pending PodGroups are in their waiting lists and need no other look this session."""
+    return s.fast_enqueue and s.ints[I_IMPURE] == 0
+
+
+@jit
+def session_jobs(s):
+    """The live jobs preempt and reclaim look at, by index: all of them; or, with the Pending
+    PodGroups apart, the active ones and those enqueue admitted in this session (a PodGroup
+    still Pending has no pods, so these actions pass it over)."""
+    if not waiting_apart(s):
+        return s.live, s.ints[I_LIVE]
+    n_new, n_act = s.ints[I_ENQUEUED], s.ints[I_ACTIVE]
+    sort_prefix(s.w_new, n_new)
+    a, b, n = 0, 0, 0
+    while a < n_act or b < n_new:
+        if b == n_new or (a < n_act and s.act[a] < s.w_new[b]):
+            s.acting[n] = s.act[a]
+            a += 1
+        else:
+            s.acting[n] = s.w_new[b]
+            b += 1
+        n += 1
+    return s.acting, n
+
+
+@jit
 def open_session(s):
     """OpenSession on the live jobs: the queues with jobs in order of their first job, room per
     queue in the job heaps, the jobs an action may act on (``s.candidates``: Pending PodGroups
     and jobs with pending pods, as no session step creates either), then the plugins' state."""
+    if s.fast_enqueue:
+        update_waiting(s)
     n_queues = 0
     for q in range(s.q_live.size):
         s.q_off[q + 1] = s.q_off[q] + s.q_live[q]
@@ -392,13 +521,23 @@ def open_session(s):
             n_queues += 1
     s.ints[I_ATTRS] = n_queues
     n_candidates, n_waiting = 0, 0
-    for i in range(s.ints[I_LIVE]):
-        j = s.live[i]
-        waiting = is_pending(s.phase[j])
-        if waiting or s.j_cnt[j, PENDING] > 0:
-            s.candidates[n_candidates] = j
-            n_candidates += 1
-            n_waiting += waiting
+    if waiting_apart(s):  # the Pending PodGroups are enqueue's alone
+        for i in range(s.ints[I_ACTIVE]):
+            j = s.act[i]
+            if s.j_cnt[j, PENDING] > 0:
+                s.candidates[n_candidates] = j
+                n_candidates += 1
+        for q in range(s.w_n.size):
+            n_waiting += s.w_n[q]
+    else:
+        for i in range(s.ints[I_LIVE]):
+            j = s.live[i]
+            waiting = is_pending(s.phase[j])
+            if waiting or s.j_cnt[j, PENDING] > 0:
+                s.candidates[n_candidates] = j
+                n_candidates += 1
+                n_waiting += waiting
+    s.ints[I_ENQUEUED] = 0
     s.ints[I_CANDIDATES] = n_candidates
     s.ints[I_WAITING] = n_waiting
     s.ints[I_FIT_POOL] = 0
@@ -521,6 +660,12 @@ def enqueue(s, now):
         q = s.a_order[k]
         first_sight(s, q)
         push(s, HEAP_QUEUE, 0, q)
+    if s.fast_enqueue and s.ints[I_IMPURE] == 0:
+        # nothing enqueue does moves a queue's share, so a popped queue comes back on top: the
+        # queues take their turns one after the other, each to the end of its jobs
+        while s.ints[I_QUEUE_HEAP] > 0:
+            enqueue_queue(s, pop(s, HEAP_QUEUE, 0), now)
+        return
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
         if is_pending(session_phase(s, j)):
@@ -534,6 +679,40 @@ def enqueue(s, now):
             job_enqueued(s, j)
             set_session_phase(s, j, PH_INQUEUE)
         push(s, HEAP_QUEUE, 0, q)
+
+
+@jit
+def enqueue_queue(s, q, now):
+    """enqueue's turns of queue ``q`` from its waiting list, in job order. An admission only
+    takes room, so a minResources shape rejected once is rejected for the rest of the
+    session: its later jobs are passed over, and the queue ends when each shape it still
+    holds was rejected (``s.w_left``: its jobs not yet passed, per shape)."""
+    stamp = new_stamp(s)
+    alive = 0
+    for k in range(s.w_left.size):
+        s.w_left[k] = s.w_cnt[q, k]
+        if s.w_left[k] > 0:
+            alive += 1
+    for i in range(s.w_off[q], s.w_off[q] + s.w_n[q]):
+        if alive == 0:
+            return
+        j = s.w_job[i]
+        k = s.j_mshape[j]
+        s.w_left[k] -= 1
+        if s.w_fail[k] == stamp:
+            continue
+        if is_pending(session_phase(s, j)):
+            if not s.j_has_minres[j] or vote(s, H_JOB_ENQUEUEABLE, j, now):
+                job_enqueued(s, j)
+                set_session_phase(s, j, PH_INQUEUE)
+                s.w_new[s.ints[I_ENQUEUED]] = j
+                s.ints[I_ENQUEUED] += 1
+            else:
+                s.w_fail[k] = stamp
+                alive -= 1
+                continue
+        if s.w_left[k] == 0:
+            alive -= 1
 
 
 @jit
@@ -709,15 +888,26 @@ def tasks_on_node(s, n, preemptor, scope, j):
 
 
 @jit
-def victims_room(s, t, n, nv):
-    """util.ValidateVictims: FutureIdle plus what the victims hold fits the task."""
+def victims_room(s, t, n, victims, nv, slack=0.0):
+    """util.ValidateVictims: FutureIdle plus what ``victims[:nv]`` hold fits the task (each
+    dimension given ``slack`` more, relative)."""
     room = s.vec[6]
     future_idle(s, n, room)
     for k in range(nv):
-        req = s.t_req[s.vic[k]]
+        req = s.t_req[victims[k]]
         for r in range(room.size):
             room[r] += req[r]
+    if slack > 0:
+        for r in range(room.size):
+            room[r] += slack * (1.0 + abs(room[r]))
     return less_equal(s.t_req[t], room)
+
+
+@jit
+def no_victims_room(s, t, n, nc):
+    """Not even all candidates on ``n`` (``s.cand[:nc]``) make room for ``t``, so no choice of
+    victims among them does (the slack covers the sums' rounding in another order)."""
+    return not victims_room(s, t, n, s.cand, nc, 1e-9)
 
 
 @jit
@@ -747,8 +937,10 @@ def preempt_task(s, t, scope):
     for k in range(found):
         n = s.norder[k]
         nc = tasks_on_node(s, n, t, scope, j)
+        if no_victims_room(s, t, n, nc):
+            continue
         nv = victims_of(s, H_PREEMPTABLE, t, s.cand, nc)
-        if not victims_room(s, t, n, nv):
+        if not victims_room(s, t, n, s.vic, nv):
             continue
         start = s.ints[I_TOP]
         victims_heap(s, nv)
@@ -771,8 +963,9 @@ def preempt(s, now):
     lower-priority tasks of their own job."""
     start_action(s, PREEMPT)
     n_queues = 0
-    for i in range(s.ints[I_LIVE]):
-        j = s.live[i]
+    jobs, n_jobs = session_jobs(s)
+    for i in range(n_jobs):
+        j = jobs[i]
         if is_pending(session_phase(s, j)) or not job_valid(s, j) or not job_starving(s, j):
             continue
         q = s.j_queue[j]
@@ -817,10 +1010,10 @@ def reclaim_task(s, t, j):
     for k in range(found):
         n = s.feas[k]
         nc = tasks_on_node(s, n, t, -1, j)
-        if nc == 0:
+        if nc == 0 or no_victims_room(s, t, n, nc):
             continue
         nv = victims_of(s, H_RECLAIMABLE, t, s.cand, nc)
-        if not victims_room(s, t, n, nv):
+        if not victims_room(s, t, n, s.vic, nv):
             continue
         victims_heap(s, nv)
         future_idle(s, n, available)
@@ -842,8 +1035,9 @@ def reclaim(s, now):
     """reclaim: queues by QueueOrderFn (Overused skipped); each starving job takes room for its
     pending tasks from other, reclaimable queues; committed if the job is then pipelined."""
     start_action(s, RECLAIM)
-    for i in range(s.ints[I_LIVE]):
-        j = s.live[i]
+    jobs, n_jobs = session_jobs(s)
+    for i in range(n_jobs):
+        j = jobs[i]
         if is_pending(session_phase(s, j)) or not job_valid(s, j):
             continue
         q = s.j_queue[j]
