@@ -403,6 +403,12 @@ def _size(dim: str, sizes: dict) -> int:
     return total
 
 
+def fresh(table: dict, sizes: dict) -> dict:
+    """The arrays of a table like :data:`MUTABLE` (shape, initial value, dtype), at these sizes."""
+    return {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
+            for name, (shape, value, dtype) in table.items()}
+
+
 def mutable_arrays(st: dict, scale: float) -> dict:
     """Fresh clock state and session scratch (:data:`MUTABLE`). Sizes: J jobs, T tasks, N nodes,
     Q queues, R resources, P (job, role) pairs, M most pairs of one job, S task statuses, X scalar
@@ -415,8 +421,7 @@ def mutable_arrays(st: dict, scale: float) -> dict:
     grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks), ("K", n_tasks), ("U", n_nodes))
     for name, size in grown:
         sizes[name] = max(8, int(scale * (size + 64)))
-    arrays = {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
-              for name, (shape, value, dtype) in MUTABLE.items()}
+    arrays = fresh(MUTABLE, sizes)
     arrays["ints"][I_WATER_FILLED] = -1  # no deserved computed yet
     return arrays
 
@@ -537,13 +542,19 @@ MAX_EVENTS = 200_000_000
 
 
 def _record(c: Compiled, m: dict) -> RunRecord:
+    return record(m, lambda time, coded: _events(c.problem, time, coded))
+
+
+def record(m: dict, events, **extra) -> RunRecord:
+    """The RunRecord of a run's mutable arrays; ``events(time, coded)`` turns the coded events into
+    the record's events; ``extra`` are a family's own fields (state, priority)."""
     ints = m["ints"]
+    n = ints[I_EVENTS]
     return RunRecord(
         done=m["done"], running=~np.isnan(m["run_start"]), phase=m["phase"], enqueue_time=m["enq_t"],
         start_time=m["start_t"], end_time=m["end_t"], evictions=m["evictions"], lost_work=m["lost_work"],
-        runs=m["runs"][:ints[I_RUNS]], events=_events(c.problem, m["ev_time"][:ints[I_EVENTS]],
-                                                      m["ev_int"][:ints[I_EVENTS]]),
-        sessions=int(ints[I_SESSIONS]),
+        runs=m["runs"][:ints[I_RUNS]], events=events(m["ev_time"][:n], m["ev_int"][:n]),
+        sessions=int(ints[I_SESSIONS]), **extra,
     )
 
 

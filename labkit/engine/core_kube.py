@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from ..spec.kube import MAX_NODE_SCORE
-from .core import CoreFields, _size, run_grown
+from .core import CoreFields, fresh, record, run_grown
 from .core_account import list_insert, list_remove, set_created, set_status
 from .core_actions import sort_prefix
 from .core_clock import (
@@ -51,12 +51,10 @@ from .core_state import (
     EVENT_KINDS,
     FAILED,
     FINISH,
-    I_EVENTS,
     I_HEAP,
     I_LIVE,
     I_NEXT_NODE,
     I_OVERFLOW,
-    I_RUNS,
     I_SESSIONS,
     MEMORY,
     MIN_RESOURCE,
@@ -968,8 +966,7 @@ def _kube_mutable(static: dict, events: int) -> dict:
     z = Z_INSUFFICIENT + n_res + 2 + int(static["k_arg"][A_REASONS])
     sizes = {"T": len(static["t_job"]), "N": len(static["node_alloc"]), "R": n_res, "K": n_keys, "Z": z,
              "W": max(2 * z + 3, 2 * n_keys), "E": events}
-    return {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
-            for name, (shape, value, dtype) in KUBE_MUTABLE.items()}
+    return fresh(KUBE_MUTABLE, sizes)
 
 
 def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
@@ -979,14 +976,7 @@ def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
 
 
 def _record(c, m: dict, k: dict) -> RunRecord:
-    ints = m["ints"]
-    n = ints[I_EVENTS]
-    return RunRecord(
-        done=m["done"], running=~np.isnan(m["run_start"]), phase=m["phase"], enqueue_time=m["enq_t"],
-        start_time=m["start_t"], end_time=m["end_t"], evictions=m["evictions"], lost_work=m["lost_work"],
-        runs=m["runs"][:ints[I_RUNS]], events=_events(c, m["ev_time"][:n], m["ev_int"][:n], k["kv"]),
-        sessions=int(ints[I_SESSIONS]),
-    )
+    return record(m, lambda time, coded: _events(c, time, coded, k["kv"]))
 
 
 def _events(c, time: np.ndarray, coded: np.ndarray, values: np.ndarray) -> list[tuple]:

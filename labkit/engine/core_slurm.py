@@ -24,7 +24,7 @@ from types import SimpleNamespace
 import numpy as np
 from numba import njit
 
-from .core import CoreFields, _size, run_grown
+from .core import CoreFields, fresh, record, run_grown
 from .core_account import set_created, set_job_phase
 from .core_actions import sort_prefix
 from .core_clock import (
@@ -52,7 +52,6 @@ from .core_state import (
     EV_STARTED,
     EVENT_KINDS,
     FINISH,
-    I_EVENTS,
     I_HEAP,
     I_LIVE,
     I_OVERFLOW,
@@ -1248,8 +1247,7 @@ def _slurm_mutable(static: dict, events: int) -> dict:
     sizes = {"J": len(static["j_queue"]), "T": len(static["t_job"]), "N": len(static["node_alloc"]),
              "R": len(static["total"]), "Pn": len(static["part_count"]), "As": len(static["a_shares"]),
              "M": int(np.diff(static["j_pair"]).max()) if len(static["j_queue"]) else 1, "E": events}
-    arrays = {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
-              for name, (shape, value, dtype) in SLURM_MUTABLE.items()}
+    arrays = fresh(SLURM_MUTABLE, sizes)
     arrays["prio"][:] = static["j_prio"]
     arrays["sl_ints"][S_FAIR_TICK] = -1  # no fair share computed yet
     return arrays
@@ -1262,17 +1260,10 @@ def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
 
 
 def _record(c, m: dict, sl: dict) -> RunRecord:
-    ints = m["ints"]
-    n = ints[I_EVENTS]
     done = m["done"]
     state = np.array(["", "Timeout", "Preempted"], object)[sl["final"]]
-    return RunRecord(
-        done=done, running=~np.isnan(m["run_start"]), phase=m["phase"], enqueue_time=m["enq_t"],
-        start_time=m["start_t"], end_time=m["end_t"], evictions=m["evictions"], lost_work=m["lost_work"],
-        runs=m["runs"][:ints[I_RUNS]], events=_events(c, m["ev_time"][:n], m["ev_int"][:n], sl),
-        sessions=int(ints[I_SESSIONS]), state=np.where(sl["suspended"] & ~done, "Suspended", state),
-        priority=sl["prio"],
-    )
+    return record(m, lambda time, coded: _events(c, time, coded, sl),
+                  state=np.where(sl["suspended"] & ~done, "Suspended", state), priority=sl["prio"])
 
 
 def _events(c, time: np.ndarray, coded: np.ndarray, sl: dict) -> list[tuple]:
