@@ -84,14 +84,13 @@ def target_line(what: str, value: str, target: str, met: bool) -> str:
 
 
 class Progress:
-    """A progress bar over cases: tqdm when installed, else one plain line per step."""
+    """A progress bar over cases: tqdm on a terminal, else one plain line per step (a log, a pipe)."""
 
     def __init__(self, total: int, label: str):
-        try:
+        self.bar = None
+        if sys.stderr.isatty():
             from tqdm import tqdm
-        except ImportError:
-            self.bar = None
-        else:
+
             self.bar = tqdm(total=total, desc=label, unit="case", file=sys.stderr)
         self.total, self.done, self.label = total, 0, label
 

@@ -14,7 +14,7 @@ Three figures, each printed as ``  target <what>: <value> (target <target>) ok|M
 ``--scale`` and ``--peer`` run the issue-10 figures instead, from a source checkout: Philly and 1M
 synthetic jobs (``benchmarks/bench_scale.py``), cluster03 against Helios
 (``benchmarks/bench_peer.py``), each script in a subprocess that prints its figure lines, a
-progress bar (tqdm when installed) and stops cleanly on Ctrl-C (exit 130). They read the traces of
+progress bar (tqdm on a terminal, plain lines otherwise) and stops cleanly on Ctrl-C (exit 130). They read the traces of
 ``../shared/traces``, which the wheel does not ship, so they are not package code.
 """
 
