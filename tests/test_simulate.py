@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,8 @@ import pytest
 import labkit
 from labkit import spec
 from labkit.spec.quantity import parse_duration, parse_quantity
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def without_overcommit(policy: str) -> dict:
@@ -141,6 +145,69 @@ def test_progress_is_told_and_ctrl_c_stops_the_run(engine, monkeypatch):
 
     with pytest.raises(KeyboardInterrupt):
         labkit.simulate(scenario, engine=engine, progress=interrupt)
+
+
+def family_scenarios() -> dict[str, spec.Scenario]:
+    """A scenario for each of the numba core's other entry points: Kueue, Slurm, kube-scheduler."""
+    from labkit.course import cases
+    from labkit.engine.simulate import with_policy
+
+    return {"kueue": labkit.load(EXAMPLES / "kueue-cohort.yaml"),
+            "slurm": with_policy(cases.case_study(), "slurm-backfill"),
+            "kube": with_policy(cases.case_study(), "kube-default")}
+
+
+@pytest.mark.parametrize("family", ["kueue", "slurm", "kube"])
+def test_every_core_tells_progress_and_stops_on_ctrl_c(family, monkeypatch):
+    """The Kueue, Slurm and kube-scheduler cores run in slices too: progress told between them,
+    the same run as without, and a KeyboardInterrupt there stops it."""
+    from labkit.engine import core
+
+    monkeypatch.setattr(core, "FIRST_STEPS", 1)
+    scenario = family_scenarios()[family]
+    whole = labkit.simulate(scenario, engine="numba")
+    seen = []
+    result = labkit.simulate(scenario, engine="numba", progress=lambda *told: seen.append(told))
+    assert result.info["engine"] == "numba" and len(seen) >= 2
+    assert {jobs for _, jobs, _ in seen} == {len(result.jobs)} and seen[-1][0] <= whole.jobs.end.notna().sum()
+    for table in ("jobs", "tasks", "events"):
+        pd.testing.assert_frame_equal(getattr(result, table), getattr(whole, table))
+    pd.testing.assert_frame_equal(labkit.simulate(scenario, engine="numba", progress=True).jobs, whole.jobs)
+    told = []
+
+    def interrupt(done, jobs, now):
+        told.append(now)
+        if len(told) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        labkit.simulate(scenario, engine="numba", progress=interrupt)
+    assert len(told) == 2
+
+
+@pytest.mark.parametrize("family", ["kueue", "slurm", "kube"])
+def test_ctrl_c_during_a_core_run_in_the_cli_is_one_line_and_exit_130(family, monkeypatch, capsys, tmp_path):
+    """Ctrl-C between two slices of a Kueue, Slurm or kube-scheduler run: the CLI says so in one
+    line and exits 130."""
+    from contextlib import contextmanager
+
+    from labkit.cli import main
+    from labkit.engine import core
+    from labkit.engine import simulate as simulate_module
+
+    @contextmanager
+    def ctrl_c(progress, jobs):
+        def tell(done, total, now):
+            raise KeyboardInterrupt
+
+        yield tell
+
+    monkeypatch.setattr(core, "FIRST_STEPS", 1)
+    monkeypatch.setattr(simulate_module, "progress_bar", ctrl_c)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(spec.dump(family_scenarios()[family]))
+    assert main(["simulate", str(path), "--engine", "numba"]) == 130
+    assert capsys.readouterr().err == "labkit: interrupted\n"
 
 
 def test_ctrl_c_in_the_cli_is_one_line_and_exit_130(monkeypatch, capsys):

@@ -151,7 +151,7 @@ MUTABLE = {
     "start_mark": ("J", False, B), "to_start": ("J", 0, I), "h_time": ("H", 0, F), "h_key": ("H 3", 0, I),
     "ev_time": ("E", 0, F), "ev_int": ("E 7", 0, I32), "runs": ("K 5", np.nan, F), "ints": ("X", 0, I),
     "score_key": ("N 4", -1, I), "score_version": ("N 4", -1, I), "score_value": ("N 4", 0, F),
-    "clock": ("4", 0, F), "refused": ("1", False, B),
+    "clock": ("5", 0, F), "refused": ("1", False, B),
     # one session's scratch (core_actions, core_plugins)
     "s_phase": ("J", 0, I8), "sp_mark": ("J", -1, I), "new_phase": ("J", 0, I8), "closed": ("J", 0, I),
     "candidates": ("J", 0, I), "fit": ("T", False, B), "fit_tasks": ("T", 0, I), "fit_start": ("T", 0, I),
@@ -476,30 +476,31 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
     """Run the compiled scenario on the numba core (buffers sized by ``scale``, grown on need);
     None if a ResourceQuota refused a pod under a Volcano policy (:data:`QUOTA_REFUSED`).
 
-    The jitted loop returns to Python every few tenths of a second of work (:data:`STEP_SECONDS`):
-    there ``progress(jobs done, jobs, simulated time)`` is called and Ctrl-C (KeyboardInterrupt)
-    is raised, which jitted code cannot see."""
+    Every family's jitted loop returns to Python every few tenths of a second of work
+    (:data:`STEP_SECONDS`, :func:`in_slices`): there ``progress(jobs done, jobs, simulated time)``
+    is called and Ctrl-C (KeyboardInterrupt) is raised, which jitted code cannot see."""
     from .core_clock import run as run_core
 
     if compiled.scenario.scheduler.kueue is not None:
         from .core_kueue import run as run_kueue
 
-        return run_kueue(compiled, static, scale)
+        return run_kueue(compiled, static, scale, progress)
     if compiled.problem.policy.family == Family.SLURM:
         from .core_slurm import run as run_slurm
 
-        return run_slurm(compiled, static, scale)
+        return run_slurm(compiled, static, scale, progress)
     if compiled.problem.policy.family == Family.KUBE:
         from .core_kube import run as run_kube
 
-        return run_kube(compiled, static, scale)
+        return run_kube(compiled, static, scale, progress)
     mutable, _ = run_grown(in_slices(run_core, progress), CoreFields, static, scale)
     return None if mutable["refused"][0] else _record(compiled, mutable)
 
 
 def in_slices(run_core, progress: Progress | None):
-    """The Volcano core's entry run a slice of :data:`STEP_SECONDS` at a time (``core_clock.run``
-    takes a step budget), telling ``progress`` between slices."""
+    """A family's jitted entry ``run_core(fields, budget)`` (it takes a step budget and goes on
+    where the last call stopped, ``core_clock.clock_loop``) run a slice of :data:`STEP_SECONDS`
+    at a time, telling ``progress`` between slices."""
 
     def entry(fields) -> None:
         budget = FIRST_STEPS
@@ -517,14 +518,14 @@ def in_slices(run_core, progress: Progress | None):
 
 def run_grown(entry, fields, static: dict, scale: float, own=None) -> tuple[dict, dict]:
     """Run the jitted ``entry`` on ``fields(**static, **mutable, **own)``, the buffers four times larger
-    while one overflows: the run's mutable arrays and its family's own (``own(static, events)``, the
-    size of the event buffer given)."""
+    while one overflows: the run's mutable arrays and its family's own (``own(static, events, scale)``,
+    the size of the event buffer and the scale given)."""
     while True:
         mutable = mutable_arrays(static, scale)
         if len(mutable["ev_time"]) > MAX_EVENTS:
             raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods evicting "
                               "each other for ever?): give the scenario a horizon")
-        family = own(static, len(mutable["ev_time"])) if own else {}
+        family = own(static, len(mutable["ev_time"]), scale) if own else {}
         entry(fields(**static, **mutable, **family))
         if not mutable["ints"][I_OVERFLOW]:
             return mutable, family

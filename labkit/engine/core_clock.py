@@ -90,6 +90,14 @@ def log(s, time, kind, j, t, n, msg, a, b):
 
 
 @jit
+def push_row(rows, counts, slot, a, b, c, d, e):
+    """Row ``counts[slot]`` of a session's output ``rows`` becomes (a, b, c, d, e); one more row."""
+    k = counts[slot]
+    rows[k, 0], rows[k, 1], rows[k, 2], rows[k, 3], rows[k, 4] = a, b, c, d, e
+    counts[slot] = k + 1
+
+
+@jit
 def close_run(s, t, now):
     if s.open_run[t] >= 0:
         s.runs[s.open_run[t], 3] = now
@@ -206,15 +214,24 @@ def count_status(s, j, status):
 
 
 @jit
+def namespace_used(s, q, created, out):
+    """What the pods of ResourceQuota ``q``'s namespace use (``out``, per tracked key): those
+    created (``created[t]``) and not succeeded, as the admission counts them."""
+    out[:] = 0
+    for t in range(s.t_job.size):
+        if created[t] and s.status[t] != SUCCEEDED and s.k_job_quota[s.t_job[t]] == q:
+            for k in range(out.size):
+                out[k] += s.k_usage[t, k]
+
+
+@jit
 def quota_refuses(s, j):
     """Whether the ResourceQuota admission refuses one of the job's pods, created in order (each
     admitted one counts for the next) over the pods of its namespace that exist and have not
     succeeded (``kube.ResourceQuotas.admit``)."""
     q = s.k_job_quota[j]
     used = np.zeros(s.k_usage.shape[1], np.int64)
-    for u in range(s.t_job.size):
-        if s.created[s.t_job[u]] and s.status[u] != SUCCEEDED and s.k_job_quota[s.t_job[u]] == q:
-            used += s.k_usage[u]
+    namespace_used(s, q, s.created[s.t_job], used)
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
         if s.k_unset[t]:
             return True
@@ -415,18 +432,35 @@ def quiet(s):
     return True
 
 
+@inlined
+def clock_event(s, now, slot, arrival, release):
+    """One clock event with the family's own steps: a job's arrival (``arrival(s, now, j)``), a pod's
+    grace period ending (``release(s, now, t)``), a job's work done (False when a later run made
+    that completion stale); anything else (a wake-up) only makes the next session run."""
+    kind, index = s.h_key[slot, 0], s.h_key[slot, 1]
+    if kind == ARRIVAL:
+        arrival(s, now, index)
+    elif kind == RELEASED:
+        release(s, now, index)
+    elif kind == FINISH:
+        return ended(s, now, slot, finish)
+    return True
+
+
+@inlined
+def ended(s, now, slot, end):
+    """A job's end the clock scheduled with its run's version (FINISH, Slurm's TIMEOUT):
+    ``end(s, now, j)``, unless a later run of the job made it stale (then False)."""
+    j = s.h_key[slot, 1]
+    if s.h_key[slot, 2] != s.version[j]:
+        return False
+    end(s, now, j)
+    return True
+
+
 @jit
 def apply_event(s, now, slot):
-    kind, index, version = s.h_key[slot, 0], s.h_key[slot, 1], s.h_key[slot, 2]
-    if kind == ARRIVAL:
-        arrive(s, now, index)
-    elif kind == RELEASED:
-        released(s, now, index)
-    else:
-        if version != s.version[index]:
-            return False
-        finish(s, now, index)
-    return True
+    return clock_event(s, now, slot, arrive, released)
 
 
 @inlined
@@ -468,26 +502,34 @@ def session_once(s, now):
     return changed
 
 
-@njit(cache=True)
-def run(fields, budget):
-    """The run of a compiled scenario (Simulation.run): events in time order, sessions on the
-    grid one period after the last, until nothing is left to do or the horizon. At most `budget`
-    steps (an instant's events, or a session) per call: the clock is kept in ``s.clock`` (now,
-    last session, dirty, begun), so the next call goes on where this one stopped and the run is
-    the same however it is cut. True when the run is over."""
-    s = state_new(fields)
+@jit
+def on_grid(now, last, period):
+    """The first instant of the period grid from ``now`` on, one period after the ``last`` session."""
+    return max(math.ceil(now / period - 1e-9) * period + 0.0, last + period)
+
+
+@inlined
+def clock_loop(s, budget, next_session, settled, apply_event, changed, session):
+    """The clock of a run (Simulation.run) with the family's own steps: events in time order
+    (``apply_event``; ``changed(s)`` after an instant some event changed) and sessions
+    (``session(s, t)``) when ``next_session(s, now)`` says, until nothing is left to do, the
+    horizon, or ``settled(s, now)`` before events. At most ``budget`` steps (an instant's events,
+    or a session) per call: the clock is kept in ``s.clock`` (now, last session, dirty, begun,
+    evented) and the family's arrays, so the next call goes on where this one stopped and the run
+    is the same however it is cut. True when the run is over."""
     if s.clock[3] == 0.0:
         for j in range(s.j_submit.size):
             push_event(s, s.j_submit[j], ARRIVAL, j, 0)
         s.clock[0], s.clock[1], s.clock[2], s.clock[3] = 0.0, -math.inf, 0.0, 1.0
-    period, horizon = s.period, s.horizon
-    now, last_session, dirty = s.clock[0], s.clock[1], s.clock[2] != 0.0
+    now, horizon = s.clock[0], s.horizon
     over = True
     while s.ints[I_OVERFLOW] == 0 and not s.refused[0]:
         t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
-        t_session = max(math.ceil(now / period - 1e-9) * period, last_session + period) if dirty else math.inf
+        t_session = next_session(s, now)
         first = min(t_event, t_session)
         if first > horizon or first == math.inf:
+            break
+        if t_event <= t_session and settled(s, now):
             break
         if budget <= 0:
             over = False
@@ -495,12 +537,46 @@ def run(fields, budget):
         budget -= 1
         if t_event <= t_session:
             now = t_event
+            touched = False
             while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
                 if apply_event(s, now, pop_event(s)):
-                    dirty = True
+                    touched = True
+            if touched:
+                changed(s)
         else:
-            now = last_session = t_session
-            dirty = session_once(s, now)
-    s.clock[0], s.clock[1], s.clock[2] = now, last_session, 1.0 if dirty else 0.0
+            now = t_session
+            session(s, now)
+    s.clock[0] = now
+    return over
+
+
+@jit
+def next_session(s, now):
+    """A session on the schedule-period grid once something changed (the Volcano clock)."""
+    return on_grid(now, s.clock[1], s.period) if s.clock[2] != 0.0 else math.inf
+
+
+@jit
+def never(s, now):
+    return False
+
+
+@jit
+def changed(s):
+    s.clock[2] = 1.0
+
+
+@jit
+def session(s, now):
+    s.clock[1] = now
+    s.clock[2] = 1.0 if session_once(s, now) else 0.0
+
+
+@njit(cache=True)
+def run(fields, budget):
+    """The run of a compiled scenario (:func:`clock_loop`, Volcano's sessions), at most ``budget``
+    steps of it; True when it is over."""
+    s = state_new(fields)
+    over = clock_loop(s, budget, next_session, never, apply_event, changed, session)
     state_free(s)
     return over

@@ -26,17 +26,20 @@ import numpy as np
 from numba import njit
 
 from ..spec.kube import MAX_NODE_SCORE
-from .core import CoreFields, fresh, record, run_grown
+from .core import CoreFields, fresh, in_slices, record, run_grown
 from .core_account import list_insert, list_remove, set_created, set_status
 from .core_actions import sort_prefix
 from .core_clock import (
     bind,
+    clock_event,
+    clock_loop,
     evict,
-    finish,
     log,
     maybe_start,
-    pop_event,
+    namespace_used,
+    on_grid,
     push_event,
+    push_row,
     quiet,
     released,
     submit,
@@ -44,14 +47,11 @@ from .core_clock import (
 from .core_slurm import wake_queued
 from .core_state import (
     ALLOCATED,
-    ARRIVAL,
     BINDING,
     CPU,
     EV_PIPELINED,
     EVENT_KINDS,
     FAILED,
-    FINISH,
-    I_HEAP,
     I_LIVE,
     I_NEXT_NODE,
     I_OVERFLOW,
@@ -62,7 +62,6 @@ from .core_state import (
     MSG_RESTART,
     PENDING,
     PODS,
-    RELEASED,
     RELEASING,
     SUCCEEDED,
     WAKE,
@@ -208,9 +207,7 @@ def unnominate(s, t):
 
 @jit
 def add_note(s, kind, t, msg, a, b):
-    k = s.k_ints[K_NOTES]
-    s.kn[k, 0], s.kn[k, 1], s.kn[k, 2], s.kn[k, 3], s.kn[k, 4] = kind, t, msg, a, b
-    s.k_ints[K_NOTES] = k + 1
+    push_row(s.kn, s.k_ints, K_NOTES, kind, t, msg, a, b)
 
 
 @jit
@@ -762,13 +759,9 @@ def create_pods(s, now, j):
             if s.k_unset[t]:
                 note(s, now, EV_REJECTED, t, MSG_MUST_SPECIFY, 0, 0, row)
                 continue
-            if not counted:  # what the namespace's pods use: created and not deleted
+            if not counted:
                 counted = True
-                s.q_used[:] = 0
-                for u in range(s.t_job.size):
-                    if s.k_created[u] and s.status[u] != SUCCEEDED and s.k_job_quota[s.t_job[u]] == q:
-                        for k in range(n_keys):
-                            s.q_used[k] += s.k_usage[u, k]
+                namespace_used(s, q, s.k_created, s.q_used)
             row[:] = 0
             over = False
             for k in range(n_keys):
@@ -868,56 +861,57 @@ def arrive(s, now, j):
 
 
 @jit
+def release(s, now, t):
+    """A pod's grace period ended (``core_clock.released``); a restarted job's pods come back at once."""
+    released(s, now, t)
+    j = s.t_job[t]
+    if not s.done[j] and not s.created[j]:
+        set_created(s, j, True)
+        for u in range(s.j_lo[j], s.j_lo[j + 1]):
+            s.k_created[u] = False
+        create_pods(s, now, j)
+
+
+@jit
 def apply_event(s, now, slot):
-    kind, index, version = s.h_key[slot, 0], s.h_key[slot, 1], s.h_key[slot, 2]
-    if kind == ARRIVAL:
-        arrive(s, now, index)
-    elif kind == RELEASED:
-        released(s, now, index)
-        j = s.t_job[index]
-        if not s.done[j] and not s.created[j]:  # the job restarted: its pods come back at once
-            set_created(s, j, True)
-            for t in range(s.j_lo[j], s.j_lo[j + 1]):
-                s.k_created[t] = False
-            create_pods(s, now, j)
-    elif kind == FINISH:
-        if version != s.version[index]:
-            return False
-        finish(s, now, index)
-    return True
+    return clock_event(s, now, slot, arrive, release)
+
+
+@jit
+def next_session(s, now):
+    """Once something changed: a session at the instant of an event, else on the 300 s grid one
+    period after the last."""
+    if s.clock[2] == 0.0:
+        return math.inf
+    return now if s.clock[4] != 0.0 else on_grid(now, s.clock[1], s.k_arg[A_PERIOD])
+
+
+@jit
+def settled(s, now):
+    return quiet(s)
+
+
+@jit
+def changed(s):
+    s.clock[2], s.clock[4] = 1.0, 1.0
+
+
+@jit
+def session(s, now):
+    s.clock[1] = now
+    s.clock[2] = 1.0 if session_once(s, now) else 0.0
+    s.clock[4] = 0.0
 
 
 @njit(cache=True)
-def run_core(fields):
-    """The whole run of a kube-scheduler scenario (Simulation.run): events in time order; a session
-    at the instant of an event, else on the 300 s grid one period after the last, once something
-    changed; until nothing is left to do or the horizon."""
+def run_core(fields, budget):
+    """The run of a kube-scheduler scenario (Simulation.run: :func:`core_clock.clock_loop` with
+    kube's events and sessions, stopping once :func:`core_clock.quiet`), at most ``budget`` steps of
+    it; True when it is over."""
     s = state_new(fields)
-    for j in range(s.j_submit.size):
-        push_event(s, s.j_submit[j], ARRIVAL, j, 0)
-    period, horizon = s.k_arg[A_PERIOD], s.horizon
-    dirty = evented = False
-    now, last = 0.0, -math.inf
-    while s.ints[I_OVERFLOW] == 0:
-        t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
-        t_session = math.inf
-        if dirty:
-            t_session = now if evented else max(math.ceil(now / period - 1e-9) * period + 0.0, last + period)
-        first = min(t_event, t_session)
-        if first > horizon or first == math.inf:
-            break
-        if t_event <= t_session and quiet(s):
-            break
-        if t_event <= t_session:
-            now = t_event
-            while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
-                if apply_event(s, now, pop_event(s)):
-                    dirty = evented = True
-        else:
-            now = last = t_session
-            dirty = session_once(s, now)
-            evented = False
+    over = clock_loop(s, budget, next_session, settled, apply_event, changed, session)
     state_free(s)
+    return over
 
 
 # -------------------------------------------------------------------------------- driver
@@ -959,8 +953,9 @@ def kube_arrays(c) -> dict:
             "k_failure": np.ascontiguousarray(p.class_node_failure, np.int64)}
 
 
-def _kube_mutable(static: dict, events: int) -> dict:
-    """Fresh kube books and scratch; ``events`` is the size of the event buffer (E)."""
+def _kube_mutable(static: dict, events: int, scale: float) -> dict:
+    """Fresh kube books and scratch; ``events`` is the size of the event buffer (E), which ``scale``
+    sets (the others have the run's sizes)."""
     n_res = len(static["total"])
     n_keys = static["k_usage"].shape[1]
     z = Z_INSUFFICIENT + n_res + 2 + int(static["k_arg"][A_REASONS])
@@ -969,9 +964,10 @@ def _kube_mutable(static: dict, events: int) -> dict:
     return fresh(KUBE_MUTABLE, sizes)
 
 
-def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
-    """Run a compiled kube-scheduler scenario on the core (buffers sized by ``scale``, grown on need)."""
-    mutable, kube = run_grown(run_core, KubeFields, static, scale, _kube_mutable)
+def run(compiled, static: dict, scale: float = 1.0, progress=None) -> RunRecord:
+    """Run a compiled kube-scheduler scenario on the core (buffers sized by ``scale``, grown on need;
+    ``progress`` told between slices, ``core.in_slices``)."""
+    mutable, kube = run_grown(in_slices(run_core, progress), KubeFields, static, scale, _kube_mutable)
     return _record(compiled, mutable, kube)
 
 

@@ -25,23 +25,29 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..errors import LabkitError
 from ..spec.quantity import parse_duration, parse_quantity
-from .core import MAX_EVENTS, CoreFields, _size, mutable_arrays
+from .core import CoreFields, _size, in_slices, record, run_grown
 from .core import _events as core_events
 from .core_clock import apply_event as clock_apply_event
-from .core_clock import bind, evict, log, maybe_start, pop_event, push_event, set_phase
+from .core_clock import (
+    bind,
+    changed,
+    clock_loop,
+    evict,
+    log,
+    maybe_start,
+    never,
+    next_session,
+    push_event,
+    set_phase,
+)
 from .core_state import (
-    ARRIVAL,
     BINDING,
     BOUND,
     EV_EVICTED,
     EVENT_KINDS,
-    I_EVENTS,
-    I_HEAP,
     I_LIVE,
     I_OVERFLOW,
-    I_RUNS,
     I_SESSIONS,
     MSG_RESTART,
     PENDING,
@@ -458,6 +464,13 @@ def minimal(s, cq, use, has, need, n_candidates, allow_borrowing):
         if workload_fits(s, cq, use, has, allow_borrowing):
             fits = True
             break
+    return restore(s, cq, use, has, base, n, fits, allow_borrowing)
+
+
+@jit
+def restore(s, cq, use, has, base, n, fits, allow_borrowing):
+    """The end of a search for targets: a set that fits filled back (``_fillBackWorkloads``), the
+    usage of the ``n`` removed ones put back; the targets' count (0 when no set fits)."""
     if fits:
         n = fill_back(s, cq, use, has, base, n, allow_borrowing)
     for i in range(n):
@@ -664,12 +677,7 @@ def fair_targets(s, j, cq, use, has, need, first_strategy, second_strategy):
         if strategy_allows(second_strategy, drs(s, cq, use, has, s.kt_zero, s.kt_none), share(s, q), 0.0):
             fits = take(s, cq, use, has, c, FAIR_SHARING, base, n_targets)
             n_targets += 1
-    if fits:
-        n_targets = fill_back(s, cq, use, has, base, n_targets, True)
-    for i in range(n_targets):
-        w = s.tg_job[base + i]
-        add_usage(s, s.kw_cq[w], w, 1)
-    return n_targets if fits else 0
+    return restore(s, cq, use, has, base, n_targets, fits, True)
 
 
 # -------------------------------------------------------------------------------- flavor assignment
@@ -1322,31 +1330,22 @@ def apply_event(s, now, slot):
     return clock_apply_event(s, now, slot)
 
 
+@jit
+def session(s, now):
+    s.clock[1] = now
+    s.clock[2] = 1.0 if session_once(s, now) else 0.0
+
+
 @njit(cache=True)
-def run_core(fields):
-    """The whole run of a Kueue scenario (Simulation.run under KueueSession): events in time order,
-    sessions on the schedule-period grid one period after the last, until nothing is left to do
-    or the horizon."""
+def run_core(fields, budget):
+    """The run of a Kueue scenario (Simulation.run under KueueSession): the Volcano clock
+    (:func:`core_clock.clock_loop`: events in time order, sessions on the schedule-period grid one
+    period after the last) with Kueue's sessions and timers, at most ``budget`` steps of it; True
+    when it is over."""
     s = state_new(fields)
-    for j in range(s.j_submit.size):
-        push_event(s, s.j_submit[j], ARRIVAL, j, 0)
-    period, horizon = s.period, s.horizon
-    dirty, now, last_session = False, 0.0, -math.inf
-    while s.ints[I_OVERFLOW] == 0:
-        t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
-        t_session = max(math.ceil(now / period - 1e-9) * period, last_session + period) if dirty else math.inf
-        first = min(t_event, t_session)
-        if first > horizon or first == math.inf:
-            break
-        if t_event <= t_session:
-            now = t_event
-            while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
-                if apply_event(s, now, pop_event(s)):
-                    dirty = True
-        else:
-            now = last_session = t_session
-            dirty = session_once(s, now)
+    over = clock_loop(s, budget, next_session, never, apply_event, changed, session)
     state_free(s)
+    return over
 
 
 # -------------------------------------------------------------------------------- driver
@@ -1506,29 +1505,11 @@ def _kueue_mutable(static: dict, n_events: int, scale: float) -> dict:
             for name, (shape, value, dtype) in KUEUE_MUTABLE.items()}
 
 
-def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
-    """Run a compiled Kueue scenario on the core (buffers sized by ``scale``, grown on need)."""
-    while True:
-        mutable = mutable_arrays(static, scale)
-        if len(mutable["ev_time"]) > MAX_EVENTS:
-            raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending: give the scenario "
-                              "a horizon")
-        kueue = _kueue_mutable(static, len(mutable["ev_time"]), scale)
-        run_core(KueueFields(**static, **mutable, **kueue))
-        if not mutable["ints"][I_OVERFLOW]:
-            return _record(compiled, mutable, static["kw_cq"], kueue)
-        scale *= 4
-
-
-def _record(c, m: dict, cq_of: np.ndarray, k: dict) -> RunRecord:
-    ints = m["ints"]
-    n = ints[I_EVENTS]
-    return RunRecord(
-        done=m["done"], running=~np.isnan(m["run_start"]), phase=m["phase"], enqueue_time=m["enq_t"],
-        start_time=m["start_t"], end_time=m["end_t"], evictions=m["evictions"], lost_work=m["lost_work"],
-        runs=m["runs"][:ints[I_RUNS]], events=_events(c, m["ev_time"][:n], m["ev_int"][:n], cq_of, k),
-        sessions=int(ints[I_SESSIONS]),
-    )
+def run(compiled, static: dict, scale: float = 1.0, progress=None) -> RunRecord:
+    """Run a compiled Kueue scenario on the core (buffers sized by ``scale``, grown on need; ``progress``
+    told between slices, ``core.in_slices``)."""
+    mutable, kueue = run_grown(in_slices(run_core, progress), KueueFields, static, scale, _kueue_mutable)
+    return record(mutable, lambda time, coded: _events(compiled, time, coded, static["kw_cq"], kueue))
 
 
 def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) -> tuple:

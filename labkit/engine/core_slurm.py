@@ -24,17 +24,20 @@ from types import SimpleNamespace
 import numpy as np
 from numba import njit
 
-from .core import CoreFields, fresh, record, run_grown
+from .core import CoreFields, fresh, in_slices, record, run_grown
 from .core_account import set_created, set_job_phase
 from .core_actions import sort_prefix
 from .core_clock import (
     bind,
+    clock_event,
+    clock_loop,
     close_run,
-    finish,
+    ended,
     finish_as,
     log,
-    pop_event,
+    on_grid,
     push_event,
+    push_row,
     quiet,
     released,
     stop_work,
@@ -42,7 +45,6 @@ from .core_clock import (
     terminate,
 )
 from .core_state import (
-    ARRIVAL,
     BINDING,
     BOUND,
     CPU,
@@ -63,7 +65,6 @@ from .core_state import (
     PENDING,
     PH_COMPLETED,
     PODS,
-    RELEASED,
     RELEASING,
     RUNNING,
     WAKE,
@@ -142,6 +143,10 @@ SLURM_MUTABLE = {
     "fsf": ("As", 0, F), "norm": ("As", 1, F), "efctv": ("As", 0, F), "ft_order": ("As", 0, I),
     "stk_par": ("As", 0, I), "stk_i": ("As", 0, I), "stk_tied": ("As", False, B), "stk_prev": ("As", 0, F),
     "tres_sum": ("2 4", 0, F),
+    # the clock of each action (sched, backfill): its last run, whether something changed since,
+    # whether an event did, when it is due next
+    "sl_last": ("A", -np.inf, F), "sl_dirty": ("A", False, B), "sl_evented": ("A", False, B),
+    "sl_due": ("A", np.inf, F),
 }
 """The Slurm run's own mutable arrays (shapes in the sizes of :func:`_slurm_mutable`)."""
 SlurmFields = namedtuple("SlurmFields", CoreFields._fields + SLURM_STATIC + tuple(SLURM_MUTABLE))
@@ -506,9 +511,7 @@ def add_note(s, kind, j, code, at):
 
 @jit
 def add_bind(s, t, n, msg, a, b):
-    k = s.sl_ints[S_BINDS]
-    s.sb[k, 0], s.sb[k, 1], s.sb[k, 2], s.sb[k, 3], s.sb[k, 4] = t, n, msg, a, b
-    s.sl_ints[S_BINDS] = k + 1
+    push_row(s.sb, s.sl_ints, S_BINDS, t, n, msg, a, b)
 
 
 @jit
@@ -1072,23 +1075,21 @@ def session_once(s, now, sched, backfill_due):
 
 
 @jit
+def release(s, now, t):
+    """A pod's grace period ended (``core_clock.released``); a requeued batch job's pods come back
+    at once."""
+    released(s, now, t)
+    j = s.t_job[t]
+    if not s.done[j]:
+        set_created(s, j, True)
+
+
+@jit
 def apply_event(s, now, slot):
-    kind, index, version = s.h_key[slot, 0], s.h_key[slot, 1], s.h_key[slot, 2]
-    if kind == ARRIVAL:
-        submit(s, now, index)
-    elif kind == RELEASED:
-        released(s, now, index)
-        j = s.t_job[index]
-        if not s.done[j]:
-            set_created(s, j, True)  # a requeued batch job's pods come back at once
-    elif kind == FINISH or kind == TIMEOUT:
-        if version != s.version[index]:
-            return False
-        if kind == FINISH:
-            finish(s, now, index)
-        else:
-            time_out(s, now, index)
-    return True
+    """A clock event (``core_clock.clock_event``), or a job reaching its time limit (TIMEOUT)."""
+    if s.h_key[slot, 0] == TIMEOUT:
+        return ended(s, now, slot, time_out)
+    return clock_event(s, now, slot, submit, release)
 
 
 @jit
@@ -1102,55 +1103,54 @@ def settled(s, now):
     return True
 
 
+@jit
+def next_session(s, now):
+    """When the next action is due (each one's time in ``s.sl_due``): once something changed, at
+    the instant of an event if it runs on events, else on its period's grid one period after its
+    last run."""
+    first = math.inf
+    for a in range(s.sl_actions.size):
+        s.sl_due[a] = math.inf
+        if s.sl_dirty[a]:
+            grid = on_grid(now, s.sl_last[a], s.sl_period[a])
+            s.sl_due[a] = now if s.sl_on_event[a] and s.sl_evented[a] else grid
+        first = min(first, s.sl_due[a])
+    return first
+
+
+@jit
+def changed(s):
+    s.sl_dirty[:] = True
+    s.sl_evented[:] = True
+
+
+@jit
+def session(s, now):
+    """One session of the actions due now; each runs again once something changes."""
+    sched = backfill_due = False
+    for a in range(s.sl_actions.size):
+        if s.sl_due[a] == now:
+            if s.sl_actions[a] == SCHED:
+                sched = True
+            else:
+                backfill_due = True
+    touched = session_once(s, now, sched, backfill_due)
+    for a in range(s.sl_actions.size):
+        if s.sl_due[a] == now:
+            s.sl_last[a], s.sl_dirty[a], s.sl_evented[a] = now, False, False
+    if touched:
+        s.sl_dirty[:] = True
+
+
 @njit(cache=True)
-def run_core(fields):
-    """The whole run of a Slurm scenario (Simulation.run): events in time order; each action at the
-    instant of an event if it runs on events, else on its period's grid one period after its last
-    run, once something changed; until nothing is left to do or the horizon."""
+def run_core(fields, budget):
+    """The run of a Slurm scenario (Simulation.run: :func:`core_clock.clock_loop` with each action
+    on its own clock, stopping once :func:`settled`), at most ``budget`` steps of it; True when it
+    is over."""
     s = state_new(fields)
-    for j in range(s.j_submit.size):
-        push_event(s, s.j_submit[j], ARRIVAL, j, 0)
-    n = s.sl_actions.size
-    dirty, evented = np.zeros(n, np.bool_), np.zeros(n, np.bool_)
-    last, due_at = np.full(n, -math.inf), np.full(n, math.inf)
-    now, horizon = 0.0, s.horizon
-    while s.ints[I_OVERFLOW] == 0:
-        t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
-        t_session = math.inf
-        for a in range(n):
-            due_at[a] = math.inf
-            if dirty[a]:
-                period = s.sl_period[a]
-                grid = max(math.ceil(now / period - 1e-9) * period + 0.0, last[a] + period)
-                due_at[a] = now if s.sl_on_event[a] and evented[a] else grid
-            t_session = min(t_session, due_at[a])
-        first = min(t_event, t_session)
-        if first > horizon or first == math.inf:
-            break
-        if t_event <= t_session and settled(s, now):
-            break
-        if t_event <= t_session:
-            now = t_event
-            while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
-                if apply_event(s, now, pop_event(s)):
-                    dirty[:] = True
-                    evented[:] = True
-        else:
-            now = t_session
-            sched = backfill_due = False
-            for a in range(n):
-                if due_at[a] == t_session:
-                    if s.sl_actions[a] == SCHED:
-                        sched = True
-                    else:
-                        backfill_due = True
-            changed = session_once(s, now, sched, backfill_due)
-            for a in range(n):
-                if due_at[a] == t_session:
-                    last[a], dirty[a], evented[a] = now, False, False
-            if changed:
-                dirty[:] = True
+    over = clock_loop(s, budget, next_session, settled, apply_event, changed, session)
     state_free(s)
+    return over
 
 
 # -------------------------------------------------------------------------------- driver
@@ -1242,20 +1242,23 @@ def slurm_arrays(c) -> dict:
     }
 
 
-def _slurm_mutable(static: dict, events: int) -> dict:
-    """Fresh Slurm books and scratch; ``events`` is the size of the event buffer (E)."""
+def _slurm_mutable(static: dict, events: int, scale: float) -> dict:
+    """Fresh Slurm books and scratch; ``events`` is the size of the event buffer (E), which ``scale``
+    sets (the others have the run's sizes)."""
     sizes = {"J": len(static["j_queue"]), "T": len(static["t_job"]), "N": len(static["node_alloc"]),
              "R": len(static["total"]), "Pn": len(static["part_count"]), "As": len(static["a_shares"]),
-             "M": int(np.diff(static["j_pair"]).max()) if len(static["j_queue"]) else 1, "E": events}
+             "M": int(np.diff(static["j_pair"]).max()) if len(static["j_queue"]) else 1, "E": events,
+             "A": len(static["sl_actions"])}
     arrays = fresh(SLURM_MUTABLE, sizes)
     arrays["prio"][:] = static["j_prio"]
     arrays["sl_ints"][S_FAIR_TICK] = -1  # no fair share computed yet
     return arrays
 
 
-def run(compiled, static: dict, scale: float = 1.0) -> RunRecord:
-    """Run a compiled Slurm scenario on the core (buffers sized by ``scale``, grown on need)."""
-    mutable, slurm = run_grown(run_core, SlurmFields, static, scale, _slurm_mutable)
+def run(compiled, static: dict, scale: float = 1.0, progress=None) -> RunRecord:
+    """Run a compiled Slurm scenario on the core (buffers sized by ``scale``, grown on need; ``progress``
+    told between slices, ``core.in_slices``)."""
+    mutable, slurm = run_grown(in_slices(run_core, progress), SlurmFields, static, scale, _slurm_mutable)
     return _record(compiled, mutable, slurm)
 
 
