@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
+from ..progress import Progress
 from ..results import Result
 from ..spec import Scenario, scheduler_of
 from ..spec.model import Scheduler
@@ -1116,12 +1117,13 @@ def compile_kueue(scenario: Scenario) -> Compiled:
         update={"scheduler": scheduler_of(scenario)}))
 
 
-def simulate_kueue(scenario: Scenario, compiled: Compiled | None = None) -> Result:
-    """Run a scenario under Kueue on the simulated clock (``labkit.engine.simulate`` for the clock)."""
+def simulate_kueue(scenario: Scenario, compiled: Compiled | None = None, progress: Progress | None = None) -> Result:
+    """Run a scenario under Kueue on the simulated clock (``labkit.engine.simulate`` for the clock;
+    ``progress`` as ``Simulation.run`` tells it)."""
     compiled = compiled or compile_kueue(scenario)
     sim = Simulation(compiled, lambda p, s: Decisions())
     sim.session = KueueSession(compiled, sim)
-    sim.run()
+    sim.run(progress)
     result = result_of(compiled, record_of(sim))
     result.info["engine"] = "kueue"
     return result

@@ -736,9 +736,11 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
             raise LabkitError(f"engine numba: the numba core does not simulate {missing}")
         ran = f"reference (the numba core does not simulate {missing})"
     if session is None and spec.scheduler_of(scenario).kueue is not None:
-        from .kueue import simulate_kueue
+        from .kueue import compile_kueue, simulate_kueue
 
-        result = simulate_kueue(scenario, compiled)
+        compiled = compiled or compile_kueue(scenario)
+        with progress_bar(progress, compiled.problem.n_jobs) as tell:
+            result = simulate_kueue(scenario, compiled, tell)
         result.info["engine"] = ran
         return result
     if compiled is None:
