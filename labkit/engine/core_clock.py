@@ -567,9 +567,15 @@ def changed(s):
 
 
 @jit
-def session(s, now):
+def session_at(s, now, changed):
+    """A session ran at ``now``; the next one is due once something ``changed``."""
     s.clock[1] = now
-    s.clock[2] = 1.0 if session_once(s, now) else 0.0
+    s.clock[2] = 1.0 if changed else 0.0
+
+
+@jit
+def session(s, now):
+    session_at(s, now, session_once(s, now))
 
 
 @njit(cache=True)

@@ -42,6 +42,7 @@ from .core_clock import (
     push_row,
     quiet,
     released,
+    session_at,
     submit,
 )
 from .core_slurm import wake_queued
@@ -898,8 +899,7 @@ def changed(s):
 
 @jit
 def session(s, now):
-    s.clock[1] = now
-    s.clock[2] = 1.0 if session_once(s, now) else 0.0
+    session_at(s, now, session_once(s, now))
     s.clock[4] = 0.0
 
 

@@ -39,6 +39,7 @@ from .core_clock import (
     never,
     next_session,
     push_event,
+    session_at,
     set_phase,
 )
 from .core_state import (
@@ -1332,8 +1333,7 @@ def apply_event(s, now, slot):
 
 @jit
 def session(s, now):
-    s.clock[1] = now
-    s.clock[2] = 1.0 if session_once(s, now) else 0.0
+    session_at(s, now, session_once(s, now))
 
 
 @njit(cache=True)
