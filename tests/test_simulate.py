@@ -185,6 +185,22 @@ def test_every_core_tells_progress_and_stops_on_ctrl_c(family, monkeypatch):
     assert len(told) == 2
 
 
+def test_the_reference_kueue_engine_tells_progress_and_stops_on_ctrl_c(monkeypatch):
+    from labkit.engine import simulate as simulate_module
+
+    monkeypatch.setattr(simulate_module, "PROGRESS_SECONDS", 0.0)
+    scenario = family_scenarios()["kueue"]
+    seen = []
+    result = labkit.simulate(scenario, engine="reference", progress=lambda *told: seen.append(told))
+    assert seen and {jobs for _, jobs, _ in seen} == {len(result.jobs)}
+
+    def interrupt(done, jobs, now):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        labkit.simulate(scenario, engine="reference", progress=interrupt)
+
+
 @pytest.mark.parametrize("family", ["kueue", "slurm", "kube"])
 def test_ctrl_c_during_a_core_run_in_the_cli_is_one_line_and_exit_130(family, monkeypatch, capsys, tmp_path):
     """Ctrl-C between two slices of a Kueue, Slurm or kube-scheduler run: the CLI says so in one
