@@ -232,3 +232,12 @@ def test_cli_usage_errors_exit_2():
     for args in (("validate",), ("validate", "--preset", "nope"), ("frobnicate",), ("validate", "x.yaml", "--preset", "a")):
         done = run_cli(*args)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, (args, done.stderr)
+
+
+def test_python_dash_m_labkit_is_the_labkit_command():
+    via_package = subprocess.run([sys.executable, "-m", "labkit", "presets"], capture_output=True, text=True,
+                                 timeout=120, check=False)
+    assert via_package.returncode == 0
+    assert via_package.stdout == run_cli("presets").stdout
+    assert subprocess.run([sys.executable, "-m", "labkit", "validate", "/nonexistent.yaml"], capture_output=True,
+                          text=True, timeout=120, check=False).returncode == 2
