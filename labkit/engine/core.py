@@ -319,12 +319,14 @@ def _snapshot_arrays(c: Compiled) -> dict:
     phase = np.full(p.n_jobs, -1, np.int64)
     node = np.full(p.n_tasks, -1, np.int64)
     node_index = {name: n for n, name in enumerate(p.node_names)}
-    for j, job in enumerate(c.scenario.jobs):
-        if job.status is None:
+    given = np.flatnonzero(c.jobs.spec >= 0)
+    for j, spec in zip(given.tolist(), c.jobs.spec[given].tolist()):
+        status = c.source.jobs[spec].status
+        if status is None:
             continue
-        phase[j] = PodGroupPhase[job.status.phase.upper()]
+        phase[j] = PodGroupPhase[status.phase.upper()]
         for t in range(c.job_pods[j], c.job_pods[j + 1]):
-            placed = job.status.running.get(p.role_names[p.task_role[t]], [])
+            placed = status.running.get(p.role_names[p.task_role[t]], [])
             if p.task_index[t] < len(placed):
                 node[t] = node_index[placed[p.task_index[t]]]
     return {"j_init_phase": phase, "t_init_node": node}
