@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..spec import Scenario
-from ..spec.model import Job, Task, Workload
+from ..spec.checks import check_fit
+from ..spec.model import Job, Task
 from ..spec.quantity import parse_duration
 from .synthetic import check_names, draw, job_names, quantities
 
@@ -75,15 +76,18 @@ def _explicit(jobs: list[Job], shapes: dict) -> list[tuple]:
     return rows
 
 
-def _generated(load: Workload, seed: list[int], shapes: dict) -> dict[str, np.ndarray]:
-    """The columns of one generator's jobs; a Task per GPU count (validated once)."""
-    drawn = draw(load, seed)
+def _generated(scenario: Scenario, index: int, shapes: dict) -> dict[str, np.ndarray]:
+    """The columns of one generator's jobs; a Task per GPU count, validated once (its pod must fit
+    a node pool, as a job's must)."""
+    load = scenario.workloads[index]
+    drawn = draw(load, [scenario.seed, index])
     n = len(drawn)
     counts, inverse = np.unique(drawn.gpus, return_inverse=True)
     ids = []
     for gpus in counts.tolist():
         replicas, pod = load.pod_shape(gpus)
         task = Task.model_validate({"name": "worker", "replicas": replicas, "resources": quantities(pod)})
+        check_fit(f"workloads[{index}].gpus", task.resources, None, scenario.cluster.pools)
         ids.append(shapes.setdefault(("generated", _task_key(task)), (len(shapes), (task,)))[0])
     checkpoint = parse_duration(load.checkpoint_interval) if load.checkpoint_interval is not None else math.inf
     constant = {"namespace": load.namespace, "queue": load.queue, "priority_class": load.priority_class_name,
@@ -103,8 +107,8 @@ def job_table(scenario: Scenario) -> JobTable:
     shapes: dict = {}
     rows = _explicit(scenario.jobs, shapes)
     parts = [{c: np.array([r[k] for r in rows], d).reshape(len(rows)) for k, (c, d) in enumerate(zip(_COLUMNS, _DTYPES))}]
-    for index, load in enumerate(scenario.workloads):
-        part = _generated(load, [scenario.seed, index], shapes)
+    for index in range(len(scenario.workloads)):
+        part = _generated(scenario, index, shapes)
         check_names(scenario, index, part["name"].tolist())
         parts.append(part)
     columns = {c: np.concatenate([p[c] for p in parts]).astype(d, copy=False) for c, d in zip(_COLUMNS, _DTYPES)}
