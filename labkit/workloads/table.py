@@ -61,6 +61,11 @@ def _task_key(task: Task) -> tuple:
             tuple(task.node_selector.items()), tuple(task.tolerations), task.elastic)
 
 
+def _seconds(value: object) -> float:
+    """parse_duration, with the numbers a trace gives read directly."""
+    return float(value) if type(value) in (float, int) else parse_duration(value)
+
+
 def _explicit(jobs: list[Job], shapes: dict) -> list[tuple]:
     """One row per job of the scenario: one pass over the models, each shape kept once."""
     rows = []
@@ -68,10 +73,10 @@ def _explicit(jobs: list[Job], shapes: dict) -> list[tuple]:
         key = tuple(_task_key(t) for t in job.tasks)
         shape = shapes.setdefault(key, (len(shapes), tuple(job.tasks)))[0]
         run = job.work if job.work is not None else job.duration
-        rows.append((job.name, job.namespace, job.queue, job.priority_class_name, parse_duration(job.submit),
-                     parse_duration(run), job.work is not None,
-                     parse_duration(job.checkpoint_interval) if job.checkpoint_interval else math.inf,
-                     parse_duration(job.restart_cost), parse_duration(job.grace_period), job.preemptible,
+        rows.append((job.name, job.namespace, job.queue, job.priority_class_name, _seconds(job.submit),
+                     _seconds(run), job.work is not None,
+                     _seconds(job.checkpoint_interval) if job.checkpoint_interval else math.inf,
+                     _seconds(job.restart_cost), _seconds(job.grace_period), job.preemptible,
                      -1 if job.min_available is None else job.min_available, shape, i))
     return rows
 
