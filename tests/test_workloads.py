@@ -158,3 +158,13 @@ def test_bad_generator_input_names_the_field(change, field):
     with pytest.raises(SpecError) as err:
         compile_scenario(spec.validate(given))
     assert str(err.value).startswith(field) and "\n" not in str(err.value)
+
+
+def test_row_ids_are_numpy_unique_inverse():
+    from labkit.engine.core import row_ids
+
+    rows = np.random.default_rng(0).integers(0, 3, (4000, 4)).astype(float)
+    rows[::7, 1] = -0.0
+    rows[::11, 2] = np.inf
+    assert np.array_equal(row_ids(rows), np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1))
+    assert row_ids(np.zeros((0, 3))).shape == (0,)

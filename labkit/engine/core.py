@@ -32,6 +32,7 @@ from collections import OrderedDict, namedtuple
 from contextlib import contextmanager
 
 import numpy as np
+import pandas as pd
 
 from ..errors import LabkitError
 from ..progress import Progress
@@ -303,8 +304,7 @@ def _waiting_arrays(p: Problem, arrays: dict) -> dict:
     worder = np.empty(p.n_jobs, np.int64)
     worder[np.lexsort(keys[::-1])] = np.arange(p.n_jobs)
     minres = np.column_stack([arrays["j_minres"], arrays["j_has_minres"]])
-    shape = (np.unique(minres, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64) if p.n_jobs
-             else np.zeros(0, np.int64))
+    shape = row_ids(minres)
     n_queues = len(arrays["q_weight"])
     fast = (arrays["has_enqueue"] and P.SLA not in arrays["p_kind"] and not (arrays["j_init_phase"] >= 0).any()
             and n_queues * (int(shape.max()) + 1 if p.n_jobs else 1) <= MAX_SHAPE_COUNTS)
@@ -373,8 +373,7 @@ def static_arrays(c: Compiled) -> dict:
         "t_rank": p.task_rank.astype(np.int64), "t_class": p.task_class.astype(np.int64),
         "t_named": np.array([name != "" for name in p.role_names], bool)[p.task_role] if p.n_tasks
         else np.zeros(0, bool),
-        "t_shape": np.unique(p.task_request, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
-        if p.n_tasks else np.zeros(0, np.int64),
+        "t_shape": row_ids(p.task_request),
         "total": total, "horizon": float(c.horizon), "period": float(c.schedule_period),
         "gpu": names.index(GPU) if GPU in names else -1,
         "strict_fifo": bool(p.policy.strict_fifo),
@@ -394,6 +393,23 @@ def static_arrays(c: Compiled) -> dict:
 
         arrays.update(kube_arrays(c))
     return arrays
+
+
+def row_ids(rows: np.ndarray) -> np.ndarray:
+    """``np.unique(rows, axis=0, return_inverse=True)[1]`` (ids in the rows' sorted order) without
+    sorting every row: rows are told apart by hashing column by column, and only the distinct
+    ones (a handful of request shapes among a million pods) are sorted."""
+    code = np.zeros(len(rows), np.int64)
+    for column in np.asarray(rows).T:
+        values, distinct = pd.factorize(column, use_na_sentinel=False)
+        code = pd.factorize(code * len(distinct) + values)[0]
+    if not len(rows):
+        return code
+    first = np.unique(code, return_index=True)[1]
+    order = np.lexsort(np.asarray(rows)[first].T[::-1])
+    rank = np.empty(len(first), np.int64)
+    rank[order] = np.arange(len(first))
+    return rank[code]
 
 
 def _size(dim: str, sizes: dict) -> int:
