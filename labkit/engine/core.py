@@ -273,7 +273,8 @@ def _role_pairs(problem: Problem) -> dict:
     n_roles = max(len(problem.role_names), 1)
     task_key = problem.task_job * n_roles + problem.task_role
     jobs, roles = np.nonzero(problem.job_min_task_member > 0)
-    keys = np.unique(np.concatenate([task_key, jobs * n_roles + roles]))
+    keys = np.sort(np.concatenate([task_key, jobs * n_roles + roles]))
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
     pair_job, pair_role = keys // n_roles, keys % n_roles
     minima = problem.job_min_task_member
     pair_min = minima[pair_job, pair_role].astype(np.int64) if minima.size else np.zeros(len(keys), np.int64)
