@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -32,15 +32,40 @@ TASK_COLUMNS = ["job", "role", "index", "node", "start", "end", "evicted"]
 EVENT_COLUMNS = ["time", "kind", "job", "task", "node", "reason", "message"]
 
 
-@dataclass(frozen=True)
 class Result:
-    """The tables of one run, the scenario it came from, and a few run facts (`info`)."""
+    """The tables of one run, the scenario it came from, and a few run facts (`info`).
 
-    scenario: Scenario
-    jobs: pd.DataFrame
-    tasks: pd.DataFrame
-    events: pd.DataFrame
-    info: dict[str, Any] = field(default_factory=dict)
+    `scenario`, `tasks` and `events` may be given as functions of no argument: each is then made
+    on first use and kept (a million-job run has tens of millions of event texts nobody may read).
+    """
+
+    def __init__(self, scenario: Scenario | Callable[[], Scenario], jobs: pd.DataFrame,
+                 tasks: pd.DataFrame | Callable[[], pd.DataFrame], events: pd.DataFrame | Callable[[], pd.DataFrame],
+                 info: dict[str, Any] | None = None):
+        self._made = {"scenario": scenario, "tasks": tasks, "events": events}
+        self.jobs = jobs
+        self.info = {} if info is None else info
+
+    def _get(self, name: str) -> Any:
+        value = self._made[name]
+        if callable(value):
+            value = self._made[name] = value()
+        return value
+
+    @property
+    def scenario(self) -> Scenario:
+        return self._get("scenario")
+
+    @property
+    def tasks(self) -> pd.DataFrame:
+        return self._get("tasks")
+
+    @property
+    def events(self) -> pd.DataFrame:
+        return self._get("events")
+
+    def __repr__(self) -> str:
+        return f"Result({len(self.jobs)} jobs, info={self.info})"
 
     def summary(self) -> dict[str, Any]:
         """Headline numbers (`labkit.metrics.summary`): jobs done, mean/p95 wait, makespan, GPU utilisation, evictions."""

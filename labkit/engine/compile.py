@@ -27,14 +27,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
+import pandas as pd
 
 from ..errors import SpecError
 from ..spec import Scenario, conf_of, scheduler_of
 from ..spec.model import Task, Tenant
 from ..spec.quantity import parse_duration
-from ..workloads import expand
+from ..workloads import JobTable, expand, job_table
 from .kube import ResourceQuotas, filter_failure, kube_policy, resource_quotas
 from .problem import (
     ACTION_NAMES,
@@ -45,7 +47,6 @@ from .problem import (
     Problem,
     is_best_effort,
     policy_from_conf,
-    rank_by,
     resource_vector,
 )
 from .slurm import slurm_policy, slurm_request, slurm_tables
@@ -68,10 +69,14 @@ class Compiled:
     * ``job_pods`` (J+1,) offsets: the tasks of job j are ``job_pods[j]:job_pods[j+1]``.
     * ``horizon`` seconds, inf when the scenario sets none; ``schedule_period`` seconds.
     * ``quotas``: the ResourceQuota admission of pod creation (Kubernetes policies), or None.
+    * ``source``: the scenario as given; ``jobs``: its jobs as columns (generated ones included);
+      ``scenario``: the scenario with its generators expanded (made on first use), whose
+      ``jobs[j]`` is job j of the Problem.
     """
 
     problem: Problem
-    scenario: Scenario
+    source: Scenario
+    jobs: JobTable
     job_submit: np.ndarray
     job_work: np.ndarray
     job_uses_speed: np.ndarray
@@ -84,13 +89,46 @@ class Compiled:
     schedule_period: float
     quotas: ResourceQuotas | None = None
 
+    @cached_property
+    def scenario(self) -> Scenario:
+        return expand(self.source)
+
+
+@dataclass(frozen=True)
+class _Variant:
+    """The pods of one job shape in one namespace (LimitRange defaults differ per namespace): per
+    pod its task k, index i, role, request row, best-effort flag and feasibility class; per task
+    its raw vector (what calcPGMinResources sums), minimum and replicas."""
+
+    pod_task: np.ndarray
+    pod_index: np.ndarray
+    pod_role: np.ndarray
+    pod_request: np.ndarray
+    pod_best_effort: np.ndarray
+    pod_class: np.ndarray
+    min_task: np.ndarray
+    raw: list
+    mins: list
+    replicas: list
+
 
 def compile_scenario(scenario: Scenario) -> Compiled:
-    """Compile a (validated) Scenario; bad combinations raise SpecError naming the field."""
-    scenario = expand(scenario)
+    """Compile a (validated) Scenario; bad combinations raise SpecError naming the field.
+
+    Jobs are read as columns (`labkit.workloads.job_table`): the work per job is array work, the
+    Python work is per job shape (tasks, requests, node classes) and per namespace."""
     sched = scheduler_of(scenario)
+    if sched.section == "slurm":
+        scenario = expand(scenario)  # Slurm's tables read the jobs' partitions, QOS and users
+    table = job_table(scenario)
+    n_jobs = len(table)
     tenants = {t.ns: t for t in scenario.tenants}
-    pod_requests = [[_pod_request(task, tenants.get(job.namespace)) for task in job.tasks] for job in scenario.jobs]
+    ns_code, namespaces = pd.factorize(table.namespace)
+    var_code, var_keys = pd.factorize(table.shape * max(len(namespaces), 1) + ns_code)
+    first = _firsts(var_code)
+    shapes = [table.shapes[int(k) // max(len(namespaces), 1)] for k in var_keys]
+    pod_requests = [[_pod_request(task, tenants.get(namespaces[ns_code[j]])) for task in tasks]
+                    for tasks, j in zip(shapes, first)]
     resources = _resource_names(scenario, pod_requests)
 
     nodes = [(pool, name) for pool in scenario.cluster.pools for name in pool.node_names()]
@@ -101,63 +139,48 @@ def compile_scenario(scenario: Scenario) -> Compiled:
 
     queues = _queues(scenario)
     queue_index = {q["name"]: i for i, q in enumerate(queues)}
-    classes = {p.name: p for p in scenario.priority_classes}
-    default_class = next((p for p in scenario.priority_classes if p.global_default), None)
-
-    role_names = sorted({task.name for job in scenario.jobs for task in job.tasks})
+    role_names = sorted({task.name for tasks in table.shapes for task in tasks})
     role_index = {r: i for i, r in enumerate(role_names)}
     feasibility: dict[tuple, int] = {}
     class_rows: list[np.ndarray] = []
     failure_rows: list[list[str]] = []
-
-    task_fields: dict[str, list] = {k: [] for k in (
-        "names", "job", "role", "request", "priority", "never", "preemptable", "best_effort", "critical", "index",
-        "key", "cls")}
-    job_fields: dict[str, list] = {k: [] for k in ("priority", "min_task", "min_res", "min_member", "submit")}
-    job_pods = [0]
-    min_resources: dict[tuple, np.ndarray] = {}
     vector = _RequestVectors(resources, sched.section == "slurm")
-    for j, job in enumerate(scenario.jobs):
-        pclass = classes.get(job.priority_class_name) if job.priority_class_name else default_class
-        priority = pclass.value if pclass else 0
-        never = bool(pclass and pclass.preemption_policy == "Never")
-        critical = job.namespace == "kube-system" or (job.priority_class_name in CRITICAL_CLASSES)
-        submit_s = parse_duration(job.submit)
-        job_fields["submit"].append(submit_s)
-        min_task = np.zeros(len(role_names), np.int64)
-        per_task, mins, replicas = [], [], []
-        for k, task in enumerate(job.tasks):
-            raw, request, best_effort = vector(pod_requests[j][k], f"jobs[{j}].tasks[{k}].resources")
-            n = task.replicas_resolved
-            per_task.append(raw)
-            mins.append(task.min_available_resolved)
-            replicas.append(n)
-            min_task[role_index[task.name]] = mins[-1]
-            cls = _feasibility_class(task, nodes, feasibility, class_rows, failure_rows)
-            task_fields["names"] += [f"{job.namespace}/{job.name}-{task.name}-{i}" for i in range(n)]
-            task_fields["index"] += range(n)
-            task_fields["key"] += [(submit_s, j, k, i) for i in range(n)]
-            for field, value in (("job", j), ("role", role_index[task.name]), ("request", request),
-                                 ("priority", priority), ("never", never), ("preemptable", job.preemptible),
-                                 ("best_effort", best_effort), ("critical", critical), ("cls", cls)):
-                task_fields[field] += [value] * n
-        job_fields["priority"].append(priority)
-        job_fields["min_task"].append(min_task)
-        need = job.min_available if job.min_available is not None else sum(mins)
-        job_fields["min_member"].append(need)
-        key = (need, tuple(mins), tuple(replicas), tuple(id(raw) for raw in per_task))
-        if key not in min_resources:  # the vectors are kept by `vector`, so their ids are stable
-            min_resources[key] = _min_resources(need, mins, replicas, per_task)
-        job_fields["min_res"].append(min_resources[key])
-        job_pods.append(len(task_fields["names"]))
+    variants = [_variant(tasks, requests, f"jobs[{j}]", vector, role_index, nodes, feasibility, class_rows,
+                         failure_rows) for tasks, requests, j in zip(shapes, pod_requests, first)]
 
-    n_jobs, n_res = len(scenario.jobs), len(resources)
-    submit = np.array(job_fields["submit"], float)
-    reasons = sorted({r for row in failure_rows for r in row} - {""})
+    priority, never, critical = _priorities(scenario, table)
+    n_res = len(resources)
+    pods_of = np.array([len(v.pod_task) for v in variants], np.int64)[var_code]
+    job_pods = np.concatenate([[0], np.cumsum(pods_of)]).astype(np.int64)
+    task_job = np.repeat(np.arange(n_jobs, dtype=np.int64), pods_of)
+    n_tasks = len(task_job)
+    offsets = np.concatenate([[0], np.cumsum([len(v.pod_task) for v in variants])]).astype(np.int64)
+    row = offsets[var_code[task_job]] + np.arange(n_tasks) - job_pods[task_job]
+
+    def pods(field: str, dtype, width: int | None = None) -> np.ndarray:
+        empty = np.zeros((0, width) if width is not None else 0, dtype)
+        return np.concatenate([getattr(v, field) for v in variants] or [empty]).astype(dtype)[row]
+
+    min_task = (np.array([v.min_task for v in variants], np.int64).reshape(len(variants), len(role_names))[var_code]
+                if n_jobs else np.zeros((0, len(role_names)), np.int64))
+    need = np.where(table.min_available >= 0, table.min_available,
+                    np.array([sum(v.mins) for v in variants], np.int64)[var_code] if n_jobs else 0)
+    res_code, res_keys = pd.factorize(var_code.astype(np.int64) * (int(need.max()) + 1 if n_jobs else 1) + need)
+    of = _firsts(res_code)
+    min_res = np.array([_min_resources(int(n), variants[v].mins, variants[v].replicas, variants[v].raw)
+                        for v, n in zip(var_code[of], need[of])], float).reshape(len(res_keys), n_res)[res_code]
+
+    names = tuple(f"{ns}/{name}" for ns, name in zip(table.namespace.tolist(), table.name.tolist()))
+    task_index = pods("pod_index", np.int64)
+    task_role = pods("pod_role", np.int64)
+    roles = np.array(role_names, object)
+    task_names = tuple(f"{job}-{role}-{i}" for job, role, i in zip(
+        np.array(names, object)[task_job].tolist(), roles[task_role].tolist() if n_tasks else [], task_index.tolist()))
+    reasons = sorted({r for row_ in failure_rows for r in row_} - {""})
     reason_index = {r: i + 1 for i, r in enumerate(reasons)}
     extra = {"failure_reasons": ("", *reasons), "class_node_failure": np.array(
-        [[reason_index.get(r, 0) for r in row] for row in failure_rows], np.int64).reshape(len(class_rows), len(nodes))}
-    grace = np.array([parse_duration(j.grace_period) for j in scenario.jobs], float)
+        [[reason_index.get(r, 0) for r in row_] for row_ in failure_rows], np.int64).reshape(len(class_rows), len(nodes))}
+    grace = table.grace
     if sched.section == "slurm":
         tables = slurm_tables(scenario, sched.slurm, [pool.name for pool, _ in nodes])
         extra.update(tables.fields)
@@ -178,49 +201,118 @@ def compile_scenario(scenario: Scenario) -> Compiled:
         queue_open=np.array([q["state"] == "Open" for q in queues], bool),
         queue_rank=np.arange(len(queues), dtype=np.int64),
         role_names=tuple(role_names),
-        job_names=tuple(f"{j.namespace}/{j.name}" for j in scenario.jobs),
-        job_queue=np.array([queue_index[j.queue] for j in scenario.jobs], np.int64),
-        job_priority=np.array(job_fields["priority"], np.int64),
-        job_min_member=np.array(job_fields["min_member"], np.int64),
-        job_min_task_member=np.array(job_fields["min_task"], np.int64).reshape(n_jobs, len(role_names)),
-        job_min_resources=np.array(job_fields["min_res"], float).reshape(n_jobs, n_res),
+        job_names=names,
+        job_queue=_codes(table.queue, queue_index),
+        job_priority=priority,
+        job_min_member=need.astype(np.int64),
+        job_min_task_member=min_task,
+        job_min_resources=min_res,
         job_has_min_resources=np.ones(n_jobs, bool),
-        job_rank=rank_by([(submit[i], f"{j.namespace}/{j.name}") for i, j in enumerate(scenario.jobs)]),
-        job_creation=submit,
+        job_rank=_rank_by_time_then_name(table.submit, names),
+        job_creation=table.submit,
         job_sla_waiting=np.full(n_jobs, np.nan),
         job_preemptable=np.zeros(n_jobs, bool),
-        task_names=tuple(task_fields["names"]),
-        task_job=np.array(task_fields["job"], np.int64),
-        task_role=np.array(task_fields["role"], np.int64),
-        task_request=np.array(task_fields["request"], float).reshape(len(task_fields["names"]), n_res),
-        task_priority=np.array(task_fields["priority"], np.int64),
-        task_preempt_never=np.array(task_fields["never"], bool),
-        task_preemptable=np.array(task_fields["preemptable"], bool),
-        task_best_effort=np.array(task_fields["best_effort"], bool),
-        task_critical=np.array(task_fields["critical"], bool),
-        task_index=np.array(task_fields["index"], np.int64),
-        task_rank=rank_by(task_fields["key"]),
-        task_class=np.array(task_fields["cls"], np.int64),
+        task_names=task_names,
+        task_job=task_job,
+        task_role=task_role,
+        task_request=pods("pod_request", float, n_res).reshape(n_tasks, n_res),
+        task_priority=priority[task_job],
+        task_preempt_never=never[task_job],
+        task_preemptable=table.preemptible[task_job],
+        task_best_effort=pods("pod_best_effort", bool),
+        task_critical=critical[task_job],
+        task_index=task_index,
+        task_rank=_rank(np.argsort(table.submit[task_job], kind="stable")),
+        task_class=pods("pod_class", np.int64),
         class_node_ok=np.array(class_rows, bool).reshape(len(class_rows), len(nodes)),
         policy=_policy(scenario, resources),
         **extra,
     )
     return Compiled(
         problem=problem,
-        scenario=scenario,
-        job_submit=submit,
-        job_work=np.array([parse_duration(j.work if j.work is not None else j.duration) for j in scenario.jobs], float),
-        job_uses_speed=np.array([j.work is not None for j in scenario.jobs], bool),
-        job_checkpoint=np.array([parse_duration(j.checkpoint_interval) if j.checkpoint_interval else math.inf
-                                 for j in scenario.jobs], float),
-        job_restart_cost=np.array([parse_duration(j.restart_cost) for j in scenario.jobs], float),
+        source=scenario,
+        jobs=table,
+        job_submit=table.submit,
+        job_work=table.work,
+        job_uses_speed=table.uses_speed,
+        job_checkpoint=table.checkpoint,
+        job_restart_cost=table.restart_cost,
         job_grace=grace,
-        job_pods=np.array(job_pods, np.int64),
+        job_pods=job_pods,
         node_speed=np.array([pool.speed for pool, _ in nodes], float),
         horizon=parse_duration(scenario.horizon) if scenario.horizon is not None else math.inf,
         schedule_period=parse_duration(scenario.scheduler.schedule_period),
-        quotas=_quotas(scenario, tenants, pod_requests) if sched.section != "slurm" else None,
+        quotas=_quotas(scenario, tenants, table, var_code, pod_requests) if sched.section != "slurm" else None,
     )
+
+
+def _variant(tasks: tuple[Task, ...], requests: list[dict], where: str, vector: _RequestVectors,
+             role_index: dict[str, int], nodes: list, feasibility: dict, class_rows: list,
+             failure_rows: list) -> _Variant:
+    """The pods of a job of these tasks (`where` names its first job, for errors)."""
+    fields: dict[str, list] = {k: [] for k in ("task", "index", "role", "request", "best_effort", "cls")}
+    raw_rows, mins, replicas = [], [], []
+    min_task = np.zeros(len(role_index), np.int64)
+    for k, (task, pod) in enumerate(zip(tasks, requests)):
+        raw, request, best_effort = vector(pod, f"{where}.tasks[{k}].resources")
+        n = task.replicas_resolved
+        raw_rows.append(raw)
+        mins.append(task.min_available_resolved)
+        replicas.append(n)
+        min_task[role_index[task.name]] = mins[-1]
+        cls = _feasibility_class(task, nodes, feasibility, class_rows, failure_rows)
+        for field, value in (("task", k), ("role", role_index[task.name]), ("request", request),
+                             ("best_effort", best_effort), ("cls", cls)):
+            fields[field] += [value] * n
+        fields["index"] += range(n)
+    return _Variant(pod_task=np.array(fields["task"], np.int64), pod_index=np.array(fields["index"], np.int64),
+                    pod_role=np.array(fields["role"], np.int64),
+                    pod_request=np.array(fields["request"], float).reshape(len(fields["task"]), len(vector.resources)),
+                    pod_best_effort=np.array(fields["best_effort"], bool), pod_class=np.array(fields["cls"], np.int64),
+                    min_task=min_task, raw=raw_rows, mins=mins, replicas=replicas)
+
+
+def _priorities(scenario: Scenario, table: JobTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per job: the PriorityClass value (the globalDefault class when unset, else 0), whether its
+    preemptionPolicy is Never, and whether the conformance plugin protects it (critical)."""
+    classes = {p.name: p for p in scenario.priority_classes}
+    default_class = next((p for p in scenario.priority_classes if p.global_default), None)
+    code, names = pd.factorize(table.priority_class)  # unset (None) is code -1, the default class
+    found = [classes.get(name) for name in names] + [default_class]
+    value = np.array([p.value if p else 0 for p in found], np.int64)[code]
+    never = np.array([bool(p and p.preemption_policy == "Never") for p in found], bool)[code]
+    critical = (np.array([name in CRITICAL_CLASSES for name in names] + [False], bool)[code]
+                | (table.namespace == "kube-system"))
+    return value, never, critical.astype(bool)
+
+
+def _codes(values: np.ndarray, index: dict[str, int]) -> np.ndarray:
+    """Each value's index in `index`, by its distinct values."""
+    code, distinct = pd.factorize(values)
+    return np.array([index[v] for v in distinct], np.int64)[code] if len(values) else np.zeros(0, np.int64)
+
+
+def _firsts(code: np.ndarray) -> np.ndarray:
+    """The first position of each code of `pd.factorize` (which numbers them in that order)."""
+    return np.unique(code, return_index=True)[1].astype(np.int64)
+
+
+def _rank(order: np.ndarray) -> np.ndarray:
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return rank
+
+
+def _rank_by_time_then_name(time: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """`rank_by((time, name))` without a Python sort of every job: by time, and only the jobs
+    that share a time sorted by name."""
+    order = np.argsort(time, kind="stable")
+    same = np.diff(time[order]) == 0
+    if same.any():
+        edges = np.diff(np.concatenate([[0], same.astype(np.int8), [0]]))
+        for lo, hi in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) + 1):
+            order[lo:hi] = sorted(order[lo:hi], key=names.__getitem__)
+    return _rank(order)
 
 
 class _RequestVectors:
@@ -292,22 +384,24 @@ def _feasibility_class(task: Task, nodes: list, seen: dict[tuple, int], rows: li
     return seen[key]
 
 
-def _quotas(scenario: Scenario, tenants: dict[str, Tenant], pod_requests: list[list[dict]]) -> ResourceQuotas | None:
+def _quotas(scenario: Scenario, tenants: dict[str, Tenant], table: JobTable, variant: np.ndarray,
+            pod_requests: list[list[dict]]) -> ResourceQuotas | None:
     """The ResourceQuota admission of every pod: its requests, and its limits (a LimitRange
     `default`; an extended resource's limit is its request)."""
+    if not any(t.resource_quota is not None for t in scenario.tenants):
+        return None
     pods = []
-    for j, job in enumerate(scenario.jobs):
-        tenant = tenants.get(job.namespace)
+    for j, (name, namespace, v, shape) in enumerate(zip(table.name, table.namespace, variant, table.shape)):
+        tenant = tenants.get(namespace)
         defaults = {}
         if tenant is not None and tenant.limit_range is not None:
             for item in tenant.limit_range.limits:
                 if item.type == "Container":
                     defaults.update(item.default)
-        for k, task in enumerate(job.tasks):
-            requests = pod_requests[j][k]
-            limits = {**defaults, **{r: v for r, v in requests.items() if "/" in r}}
-            pods += [(j, f"{job.name}-{task.name}-{i}", requests, limits) for i in range(task.replicas_resolved)]
-    return resource_quotas(scenario.tenants, [job.namespace for job in scenario.jobs], pods)
+        for task, requests in zip(table.shapes[shape], pod_requests[v]):
+            limits = {**defaults, **{r: x for r, x in requests.items() if "/" in r}}
+            pods += [(j, f"{name}-{task.name}-{i}", requests, limits) for i in range(task.replicas_resolved)]
+    return resource_quotas(scenario.tenants, table.namespace.tolist(), pods)
 
 
 def _min_resources(need: int, mins: list[int], replicas: list[int], per_task: list[np.ndarray]) -> np.ndarray:

@@ -32,6 +32,7 @@ from collections import OrderedDict, namedtuple
 from contextlib import contextmanager
 
 import numpy as np
+import pandas as pd
 
 from ..errors import LabkitError
 from ..progress import Progress
@@ -272,7 +273,8 @@ def _role_pairs(problem: Problem) -> dict:
     n_roles = max(len(problem.role_names), 1)
     task_key = problem.task_job * n_roles + problem.task_role
     jobs, roles = np.nonzero(problem.job_min_task_member > 0)
-    keys = np.unique(np.concatenate([task_key, jobs * n_roles + roles]))
+    keys = np.sort(np.concatenate([task_key, jobs * n_roles + roles]))
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
     pair_job, pair_role = keys // n_roles, keys % n_roles
     minima = problem.job_min_task_member
     pair_min = minima[pair_job, pair_role].astype(np.int64) if minima.size else np.zeros(len(keys), np.int64)
@@ -303,8 +305,7 @@ def _waiting_arrays(p: Problem, arrays: dict) -> dict:
     worder = np.empty(p.n_jobs, np.int64)
     worder[np.lexsort(keys[::-1])] = np.arange(p.n_jobs)
     minres = np.column_stack([arrays["j_minres"], arrays["j_has_minres"]])
-    shape = (np.unique(minres, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64) if p.n_jobs
-             else np.zeros(0, np.int64))
+    shape = row_ids(minres)
     n_queues = len(arrays["q_weight"])
     fast = (arrays["has_enqueue"] and P.SLA not in arrays["p_kind"] and not (arrays["j_init_phase"] >= 0).any()
             and n_queues * (int(shape.max()) + 1 if p.n_jobs else 1) <= MAX_SHAPE_COUNTS)
@@ -319,12 +320,14 @@ def _snapshot_arrays(c: Compiled) -> dict:
     phase = np.full(p.n_jobs, -1, np.int64)
     node = np.full(p.n_tasks, -1, np.int64)
     node_index = {name: n for n, name in enumerate(p.node_names)}
-    for j, job in enumerate(c.scenario.jobs):
-        if job.status is None:
+    given = np.flatnonzero(c.jobs.spec >= 0)
+    for j, spec in zip(given.tolist(), c.jobs.spec[given].tolist()):
+        status = c.source.jobs[spec].status
+        if status is None:
             continue
-        phase[j] = PodGroupPhase[job.status.phase.upper()]
+        phase[j] = PodGroupPhase[status.phase.upper()]
         for t in range(c.job_pods[j], c.job_pods[j + 1]):
-            placed = job.status.running.get(p.role_names[p.task_role[t]], [])
+            placed = status.running.get(p.role_names[p.task_role[t]], [])
             if p.task_index[t] < len(placed):
                 node[t] = node_index[placed[p.task_index[t]]]
     return {"j_init_phase": phase, "t_init_node": node}
@@ -371,8 +374,7 @@ def static_arrays(c: Compiled) -> dict:
         "t_rank": p.task_rank.astype(np.int64), "t_class": p.task_class.astype(np.int64),
         "t_named": np.array([name != "" for name in p.role_names], bool)[p.task_role] if p.n_tasks
         else np.zeros(0, bool),
-        "t_shape": np.unique(p.task_request, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
-        if p.n_tasks else np.zeros(0, np.int64),
+        "t_shape": row_ids(p.task_request),
         "total": total, "horizon": float(c.horizon), "period": float(c.schedule_period),
         "gpu": names.index(GPU) if GPU in names else -1,
         "strict_fifo": bool(p.policy.strict_fifo),
@@ -392,6 +394,23 @@ def static_arrays(c: Compiled) -> dict:
 
         arrays.update(kube_arrays(c))
     return arrays
+
+
+def row_ids(rows: np.ndarray) -> np.ndarray:
+    """``np.unique(rows, axis=0, return_inverse=True)[1]`` (ids in the rows' sorted order) without
+    sorting every row: rows are told apart by hashing column by column, and only the distinct
+    ones (a handful of request shapes among a million pods) are sorted."""
+    code = np.zeros(len(rows), np.int64)
+    for column in np.asarray(rows).T:
+        values, distinct = pd.factorize(column, use_na_sentinel=False)
+        code = pd.factorize(code * len(distinct) + values)[0]
+    if not len(rows):
+        return code
+    first = np.unique(code, return_index=True)[1]
+    order = np.lexsort(np.asarray(rows)[first].T[::-1])
+    rank = np.empty(len(first), np.int64)
+    rank[order] = np.arange(len(first))
+    return rank[code]
 
 
 def _size(dim: str, sizes: dict) -> int:

@@ -31,6 +31,7 @@ from ..results import Result
 from ..spec import Scenario, scheduler_of
 from ..spec.model import Scheduler
 from ..spec.quantity import parse_duration, parse_quantity
+from ..workloads import expand
 from .compile import Compiled, compile_scenario
 from .problem import Decisions, Eviction, Placement, PodGroupPhase, Problem, State, TaskStatus
 from .simulate import Simulation, record_of, result_of
@@ -1111,9 +1112,9 @@ def compile_kueue(scenario: Scenario) -> Compiled:
     is unused: Kueue decides, not a session) and the scenario with its own scheduler section."""
     if scenario.kueue is None:
         raise SpecError("kueue", "a Kueue policy needs the scenario's kueue objects (clusterQueues, localQueues)")
-    placeholder = scenario.model_copy(update={"scheduler": Scheduler(policy="volcano-shipped")})
+    placeholder = expand(scenario).model_copy(update={"scheduler": Scheduler(policy="volcano-shipped")})
     compiled = compile_scenario(placeholder)
-    return dataclasses.replace(compiled, scenario=compiled.scenario.model_copy(
+    return dataclasses.replace(compiled, source=compiled.source.model_copy(
         update={"scheduler": scheduler_of(scenario)}))
 
 

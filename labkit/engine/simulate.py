@@ -620,9 +620,9 @@ def record_of(sim: Simulation) -> RunRecord:
 
 
 def result_of(c: Compiled, sim: RunRecord) -> Result:
-    """The run's DataFrames (columns documented in `labkit.results`)."""
+    """The run's DataFrames (columns documented in `labkit.results`); the tasks and events tables
+    and the expanded scenario are made when first read."""
     p = c.problem
-    scenario = c.scenario
     gpu = [r for r, name in enumerate(p.resource_names) if name.endswith("/gpu")]
     per_pod_gpus = p.task_request[:, gpu].sum(axis=1) / 1000.0 if gpu else np.zeros(p.n_tasks)
     job_gpus = np.bincount(p.task_job, weights=per_pod_gpus, minlength=p.n_jobs)
@@ -632,9 +632,9 @@ def result_of(c: Compiled, sim: RunRecord) -> Result:
     if sim.state is not None:
         state = np.where(sim.state != "", sim.state, state)
     jobs = pd.DataFrame({
-        "name": [j.name for j in scenario.jobs],
-        "namespace": [j.namespace for j in scenario.jobs],
-        "queue": [p.queue_names[q] for q in p.job_queue],
+        "name": c.jobs.name,
+        "namespace": c.jobs.namespace,
+        "queue": np.array(p.queue_names, object)[p.job_queue],
         "priority": p.job_priority if sim.priority is None else sim.priority,
         "gpus": job_gpus,
         "submit": c.job_submit,
@@ -647,29 +647,39 @@ def result_of(c: Compiled, sim: RunRecord) -> Result:
     })
     jobs["wait"] = jobs.start - jobs.submit
     jobs["jct"] = jobs.end - jobs.submit
-    runs = sim.runs
+    info = {"sessions": sim.sessions, "horizon": c.horizon, "gpus": float(p.node_allocatable[:, gpu].sum() / 1000.0)
+            if gpu else 0.0, "nodes": p.n_nodes, "events": _event_count(sim.events)}
+    return Result(scenario=lambda: c.scenario, jobs=jobs[JOB_COLUMNS], tasks=lambda: _tasks_table(p, sim.runs),
+                  events=lambda: _events_table(p, sim.events), info=info)
+
+
+def _tasks_table(p: Problem, runs: np.ndarray) -> pd.DataFrame:
     task_ids = runs[:, 0].astype(np.int64)
     tasks = pd.DataFrame({
-        "job": [p.job_names[j] for j in p.task_job[task_ids]],
-        "role": [p.role_names[r] for r in p.task_role[task_ids]],
+        "job": _named(p.job_names, p.task_job[task_ids]),
+        "role": _named(p.role_names, p.task_role[task_ids]),
         "index": p.task_index[task_ids],
-        "node": [p.node_names[n] for n in runs[:, 1].astype(np.int64)],
+        "node": _named(p.node_names, runs[:, 1].astype(np.int64)),
         "start": runs[:, 2],
         "end": runs[:, 3],
         "evicted": runs[:, 4],
     })
     for r, name in enumerate(p.resource_names):
         tasks[name] = p.task_request[task_ids, r] / _UNIT.get(name, 1000.0)
-    time, kind, job, task, node, reason, message = _event_columns(sim.events)
-    events = pd.DataFrame({
+    return tasks[TASK_COLUMNS + list(p.resource_names)]
+
+
+def _events_table(p: Problem, events: list[tuple] | tuple) -> pd.DataFrame:
+    time, kind, job, task, node, reason, message = _event_columns(events)
+    return pd.DataFrame({
         "time": time, "kind": kind, "job": _named(p.job_names, job), "task": _named(p.task_names, task),
         "node": _named(p.node_names, node), "reason": reason, "message": message,
-    })
-    tasks = tasks[TASK_COLUMNS + list(p.resource_names)]
-    jobs, events = jobs[JOB_COLUMNS], events[EVENT_COLUMNS]
-    info = {"sessions": sim.sessions, "horizon": c.horizon, "gpus": float(p.node_allocatable[:, gpu].sum() / 1000.0)
-            if gpu else 0.0, "nodes": p.n_nodes}
-    return Result(scenario=scenario, jobs=jobs, tasks=tasks, events=events, info=info)
+    })[EVENT_COLUMNS]
+
+
+def _event_count(events: list[tuple] | tuple) -> int:
+    """Rows of the events table (`Result.info["events"]`), without making it."""
+    return len(events) if isinstance(events, list) or not len(events) else len(events[0])
 
 
 def _event_columns(events: list[tuple] | tuple) -> tuple:

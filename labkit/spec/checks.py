@@ -43,7 +43,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
                      tuple(sorted(task.node_selector.items())))
             if not task.tolerations and shape in fitting:
                 continue  # the same pod shape (no tolerations) fitted a pool already
-            _check_fit(f"jobs[{i}].tasks[{k}]", task.resources, task, scenario.cluster.pools)
+            check_fit(f"jobs[{i}].tasks[{k}]", task.resources, task, scenario.cluster.pools)
             if not task.tolerations:
                 fitting.add(shape)
         if job.status is not None:
@@ -53,7 +53,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
                         raise SpecError(f"jobs[{i}].status.running.{role}[{n}]", f"no node named {node!r}")
     for i, load in enumerate(scenario.workloads):
         _check_refs(f"workloads[{i}]", load, namespaces, queues, classes)
-        _check_fit(f"workloads[{i}]", largest_pod(load), None, scenario.cluster.pools)
+        check_fit(f"workloads[{i}]", largest_pod(load), None, scenario.cluster.pools)
     _unique("workloads", [w.name for w in scenario.workloads], "workload")
     _check_slurm(scenario)
     from . import kueue  # here, not at the top: model.py imports kueue, which builds on model
@@ -187,7 +187,7 @@ def _max_value(random: object) -> float:
     return 0.0  # unbounded distributions have no largest pod to check
 
 
-def _check_fit(path: str, requests: dict, task: Task | None, pools: list[NodePool]) -> None:
+def check_fit(path: str, requests: dict, task: Task | None, pools: list[NodePool]) -> None:
     """A pod must fit at least one node pool: resources, nodeSelector labels and taints."""
     wanted = {name: parse_quantity(v) for name, v in requests.items()}
     selector = task.node_selector if task else {}

@@ -8,6 +8,7 @@ controllers would (task and job minAvailable, replicas, namespaces, the conf beh
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -55,9 +56,10 @@ def preset(name: str) -> Scenario:
     return loads((_PRESETS / f"{name}.yaml").read_text(encoding="utf-8"), source=f"preset {name}")
 
 
+@functools.cache
 def policy_scheduler(name: str) -> Scheduler:
     """The scheduler section a policy name stands for: Volcano's `conf`, Slurm's `slurm` keys, Kueue's
-    `kueue` Configuration or a `kube` KubeSchedulerConfiguration."""
+    `kueue` Configuration or a `kube` KubeSchedulerConfiguration (read once per name: it is immutable)."""
     if name not in policy_names():
         raise SpecError("--policy", f"unknown policy {name!r}; known: {', '.join(policy_names())}")
     data = yaml.safe_load((_POLICIES / f"{name}.yaml").read_text(encoding="utf-8"))

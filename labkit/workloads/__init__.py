@@ -1,6 +1,7 @@
 """Workloads: synthetic generators and trace loaders that produce scenario jobs."""
 
 from . import traces
-from .synthetic import expand, generate, sample
+from .synthetic import draw, expand, generate
+from .table import JobTable, job_table
 
-__all__ = ["expand", "generate", "sample", "traces"]
+__all__ = ["JobTable", "draw", "expand", "generate", "job_table", "traces"]

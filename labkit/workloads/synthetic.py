@@ -3,12 +3,20 @@
 Each generator draws from its own random stream, seeded by `workload.seed` or by (scenario seed,
 generator index), so adding a generator never changes the jobs of another one. Arrival times,
 GPU counts and durations are drawn in that order, one job at a time.
+
+`draw` makes a generator's jobs as columns (submit, GPUs, duration) in one jitted loop over
+numpy's own `Generator` (numba implements its methods with numpy's algorithms on the same bit
+stream), so the columns are the very numbers per-job draws in Python give; the compiler reads
+them straight into arrays (`labkit.workloads.table`). `expand` makes the concrete jobs, for what
+needs them (`labkit show --expand`, exports, the reference engine).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..errors import SpecError
@@ -16,57 +24,138 @@ from ..spec import Scenario, validate
 from ..spec.model import Distribution, Workload
 from ..spec.quantity import parse_duration
 
+FIXED, UNIFORM, EXPONENTIAL, LOGNORMAL, NORMAL, CHOICE = range(6)
+"""How `_sample` draws a Random field: a fixed number (constant too) or a distribution."""
 
-def sample(random: object, rng: np.random.Generator) -> float:
-    """One draw of a Random field: a fixed number/duration or a Distribution."""
+
+@dataclass(frozen=True)
+class Drawn:
+    """One generator's jobs as columns: ``submit`` (seconds, rounded to ms as the jobs say),
+    ``gpus`` (int64) and ``duration`` (seconds, >= 1)."""
+
+    submit: np.ndarray
+    gpus: np.ndarray
+    duration: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.submit)
+
+
+def _parameters(random: object) -> tuple:
+    """A Random field as `_sample`'s arguments: (kind, a, b, min, max, choices, cdf); NaN = no bound.
+
+    The choice cdf is computed as `Generator.choice(p=...)` computes it, so a draw picks the same entry."""
+    none = np.zeros(0)
     if not isinstance(random, Distribution):
-        return parse_duration(random)
+        return FIXED, parse_duration(random), 0.0, np.nan, np.nan, none, none
     d = random
-    kind = d.distribution
-    if kind == "constant":
+    low = parse_duration(d.min) if d.min is not None else np.nan
+    high = parse_duration(d.max) if d.max is not None else np.nan
+    a, b, choices, cdf = 0.0, 0.0, none, none
+    if d.distribution == "constant":
         value = parse_duration(d.value)
-    elif kind == "uniform":
-        value = rng.uniform(parse_duration(d.low), parse_duration(d.high))
-    elif kind == "exponential":
-        value = rng.exponential(parse_duration(d.mean))
-    elif kind == "lognormal":
-        value = parse_duration(d.median) * math.exp(d.sigma * rng.standard_normal())
-    elif kind == "normal":
-        value = rng.normal(parse_duration(d.mean), parse_duration(d.std))
+        value = value if np.isnan(low) else max(value, low)
+        value = value if np.isnan(high) else min(value, high)
+        return FIXED, max(0.0, value), 0.0, np.nan, np.nan, none, none
+    if d.distribution == "uniform":
+        kind, a, b = UNIFORM, parse_duration(d.low), parse_duration(d.high)
+    elif d.distribution == "exponential":
+        kind, a = EXPONENTIAL, parse_duration(d.mean)
+    elif d.distribution == "lognormal":
+        kind, a, b = LOGNORMAL, parse_duration(d.median), float(d.sigma)
+    elif d.distribution == "normal":
+        kind, a, b = NORMAL, parse_duration(d.mean), parse_duration(d.std)
     else:
-        choices = [parse_duration(c) for c in d.choices]
+        kind = CHOICE
+        choices = np.array([parse_duration(c) for c in d.choices], float)
         weights = np.asarray(d.weights if d.weights is not None else [1.0] * len(choices), dtype=float)
-        value = choices[int(rng.choice(len(choices), p=weights / weights.sum()))]
-    if d.min is not None:
-        value = max(value, parse_duration(d.min))
-    if d.max is not None:
-        value = min(value, parse_duration(d.max))
-    return max(0.0, float(value))
+        cdf = (weights / weights.sum()).cumsum()
+        cdf /= cdf[-1]
+    return kind, a, b, low, high, choices, cdf
+
+
+@numba.njit(cache=True)
+def _sample(rng, kind, a, b, low, high, choices, cdf):  # pragma: no cover - jitted
+    if kind == FIXED:
+        return a
+    if kind == UNIFORM:
+        value = rng.uniform(a, b)
+    elif kind == EXPONENTIAL:
+        value = rng.exponential(a)
+    elif kind == LOGNORMAL:
+        value = a * math.exp(b * rng.standard_normal())
+    elif kind == NORMAL:
+        value = rng.normal(a, b)
+    else:
+        value = choices[np.searchsorted(cdf, rng.random(), side="right")]
+    if not np.isnan(low):
+        value = max(value, low)
+    if not np.isnan(high):
+        value = min(value, high)
+    return max(0.0, value)
+
+
+@numba.njit(cache=True)
+def _grown(x):  # pragma: no cover - jitted
+    return np.concatenate((x, np.empty(max(len(x), 16))))
+
+
+@numba.njit(cache=True)
+def _draw(rng, poisson, interval, start, end, limit, capacity, gpus, duration):  # pragma: no cover - jitted
+    """Arrival, GPU count and duration of each job in turn until `limit` jobs (-1: none) or `end`."""
+    submit, count, run = np.empty(capacity), np.empty(capacity), np.empty(capacity)
+    t, n = start, 0
+    while limit < 0 or n < limit:
+        if poisson:
+            t += rng.exponential(interval)
+        elif n:
+            t += interval
+        if t >= end:
+            break
+        if n == len(submit):
+            submit, count, run = _grown(submit), _grown(count), _grown(run)
+        submit[n] = t
+        count[n] = _sample(rng, *gpus)
+        run[n] = _sample(rng, *duration)
+        n += 1
+    return submit[:n], count[:n], run[:n]
+
+
+def draw(load: Workload, seed: int | list[int]) -> Drawn:
+    """The jobs of one generator as columns; the same numbers `generate`'s jobs carry."""
+    rng = np.random.default_rng(load.seed if load.seed is not None else seed)
+    interval = parse_duration(load.arrival.interval)
+    start = parse_duration(load.start)
+    end = parse_duration(load.end) if load.end is not None else math.inf
+    limit = load.count if load.count is not None else -1
+    capacity = limit if limit >= 0 else int(min((end - start) / interval, 1e7) * 1.2) + 16
+    submit, gpus, duration = _draw(rng, load.arrival.process == "poisson", interval, start, end, limit,
+                                   capacity, _parameters(load.gpus), _parameters(load.duration))
+    rounded = np.array([round(t, 3) for t in submit.tolist()], float)  # Python's correctly rounded ms
+    return Drawn(submit=rounded, gpus=np.rint(gpus).astype(np.int64), duration=np.maximum(1.0, np.rint(duration)))
+
+
+def job_names(load: Workload, n: int) -> list[str]:
+    """`<generator>-<k>`, k zero-padded to the digits of the last job of `count`."""
+    width = len(str(load.count - 1)) if load.count else 5
+    return [f"{load.name}-{k:0{width}d}" for k in range(n)]
 
 
 def generate(load: Workload, seed: int | list[int]) -> list[dict]:
     """The jobs of one generator, as plain scenario data (YAML field names)."""
-    rng = np.random.default_rng(load.seed if load.seed is not None else seed)
-    interval = parse_duration(load.arrival.interval)
-    t = parse_duration(load.start)
-    end = parse_duration(load.end) if load.end is not None else math.inf
-    limit = load.count if load.count is not None else math.inf
-    width = len(str(load.count - 1)) if load.count else 5
+    drawn = draw(load, seed)
     jobs: list[dict] = []
-    while len(jobs) < limit:
-        t += rng.exponential(interval) if load.arrival.process == "poisson" else (interval if jobs else 0.0)
-        if t >= end:
-            break
-        gpus = round(sample(load.gpus, rng))
-        duration = max(1.0, round(sample(load.duration, rng)))
-        replicas, pod = load.pod_shape(gpus)
+    shapes = {int(g): load.pod_shape(int(g)) for g in np.unique(drawn.gpus)}
+    for name, submit, gpus, duration in zip(job_names(load, len(drawn)), drawn.submit.tolist(),
+                                            drawn.gpus.tolist(), drawn.duration.tolist()):
+        replicas, pod = shapes[gpus]
         job: dict = {
-            "name": f"{load.name}-{len(jobs):0{width}d}",
+            "name": name,
             "namespace": load.namespace,
             "queue": load.queue,
-            "submit": round(t, 3),
-            "tasks": [{"name": "worker", "replicas": replicas, "resources": _quantities(pod)}],
-            "duration": duration,
+            "submit": submit,
+            "tasks": [{"name": "worker", "replicas": replicas, "resources": quantities(pod)}],
+            "duration": int(duration) if duration > 1 else 1.0,
             "restartCost": load.restart_cost,
             "gracePeriod": load.grace_period,
             "preemptible": load.preemptible,
@@ -81,7 +170,8 @@ def generate(load: Workload, seed: int | list[int]) -> list[dict]:
     return jobs
 
 
-def _quantities(pod: dict[str, float]) -> dict[str, str | int | float]:
+def quantities(pod: dict[str, float]) -> dict[str, str | int | float]:
+    """A pod's requests in base units as a job writes them (`64Gi`, `500m`, whole numbers as int)."""
     out: dict[str, str | int | float] = {}
     for name, value in pod.items():
         if name == "memory" and value % 2**30 == 0:
@@ -93,20 +183,26 @@ def _quantities(pod: dict[str, float]) -> dict[str, str | int | float]:
     return out
 
 
+def check_names(scenario: Scenario, index: int, names: list[str]) -> None:
+    """SpecError when a generated job has the namespace and name of a job in `jobs`."""
+    load = scenario.workloads[index]
+    taken = {j.name for j in scenario.jobs if j.namespace == load.namespace}
+    clash = next((name for name in names if name in taken), None) if taken else None
+    if clash is not None:
+        raise SpecError(f"workloads[{index}].name", f"generated job {load.namespace}/{clash} is also in jobs")
+
+
 def expand(scenario: Scenario) -> Scenario:
     """The same scenario with every generator replaced by the jobs it makes, sorted by submit time."""
     if not scenario.workloads:
         return scenario
     data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
     jobs = list(data.get("jobs", []))
-    taken = {(j.namespace, j.name) for j in scenario.jobs}
     for index, load in enumerate(scenario.workloads):
-        for job in generate(load, [scenario.seed, index]):
-            if (job["namespace"], job["name"]) in taken:
-                raise SpecError(f"workloads[{index}].name", f"generated job {job['namespace']}/{job['name']} is also in jobs")
-            jobs.append(job)
+        made = generate(load, [scenario.seed, index])
+        check_names(scenario, index, [job["name"] for job in made])
+        jobs.extend(made)
     jobs.sort(key=lambda j: parse_duration(j.get("submit", 0)))
     data["jobs"] = jobs
     data.pop("workloads")
     return validate(data)
-

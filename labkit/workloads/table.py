@@ -1,0 +1,124 @@
+"""A scenario's jobs as columns: its `jobs` and what its `workloads` generators make, without a
+model object or a dict per generated job.
+
+`job_table` reads every job into one `JobTable`, in the order `expand` gives them (the scenario's
+jobs, then each generator's, stably sorted by submit time when there are generators), so job j
+of the table is job j of `expand(scenario).jobs`. Jobs share their tasks by *shape* (the tuple of
+`Task`s, made once per distinct shape): a generator has one shape per GPU count, a trace a
+handful, which is what lets the compiler work per shape and broadcast to jobs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..spec import Scenario
+from ..spec.checks import check_fit
+from ..spec.model import Job, Task
+from ..spec.quantity import parse_duration
+from .synthetic import check_names, draw, job_names, quantities
+
+
+@dataclass(frozen=True)
+class JobTable:
+    """Per job (J,): ``name``, ``namespace``, ``queue``, ``priority_class`` (None = unset) as
+    object arrays; ``submit``, ``work`` (seconds at speed 1), ``checkpoint`` (inf = none),
+    ``restart_cost``, ``grace`` float; ``uses_speed`` (`work`, not `duration`), ``preemptible``
+    bool; ``min_available`` int (-1 = unset); ``shape`` int into ``shapes`` (tuples of Tasks);
+    ``spec`` int, the job's index in ``scenario.jobs`` (-1: made by a generator)."""
+
+    name: np.ndarray
+    namespace: np.ndarray
+    queue: np.ndarray
+    priority_class: np.ndarray
+    submit: np.ndarray
+    work: np.ndarray
+    uses_speed: np.ndarray
+    checkpoint: np.ndarray
+    restart_cost: np.ndarray
+    grace: np.ndarray
+    preemptible: np.ndarray
+    min_available: np.ndarray
+    shape: np.ndarray
+    shapes: tuple[tuple[Task, ...], ...]
+    spec: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+_COLUMNS = ("name", "namespace", "queue", "priority_class", "submit", "work", "uses_speed", "checkpoint",
+            "restart_cost", "grace", "preemptible", "min_available", "shape", "spec")
+_DTYPES = (object, object, object, object, float, float, bool, float, float, float, bool, np.int64, np.int64,
+           np.int64)
+
+
+def _task_key(task: Task) -> tuple:
+    return (task.name, task.replicas, task.min_available, tuple(task.resources.items()),
+            tuple(task.node_selector.items()), tuple(task.tolerations), task.elastic)
+
+
+def _seconds(value: object) -> float:
+    """parse_duration, with the numbers a trace gives read directly."""
+    return float(value) if type(value) in (float, int) else parse_duration(value)
+
+
+def _explicit(jobs: list[Job], shapes: dict) -> list[tuple]:
+    """One row per job of the scenario: one pass over the models, each shape kept once."""
+    rows = []
+    for i, job in enumerate(jobs):
+        key = tuple(_task_key(t) for t in job.tasks)
+        shape = shapes.setdefault(key, (len(shapes), tuple(job.tasks)))[0]
+        run = job.work if job.work is not None else job.duration
+        rows.append((job.name, job.namespace, job.queue, job.priority_class_name, _seconds(job.submit),
+                     _seconds(run), job.work is not None,
+                     _seconds(job.checkpoint_interval) if job.checkpoint_interval else math.inf,
+                     _seconds(job.restart_cost), _seconds(job.grace_period), job.preemptible,
+                     -1 if job.min_available is None else job.min_available, shape, i))
+    return rows
+
+
+def _generated(scenario: Scenario, index: int, shapes: dict) -> dict[str, np.ndarray]:
+    """The columns of one generator's jobs; a Task per GPU count, validated once (its pod must fit
+    a node pool, as a job's must)."""
+    load = scenario.workloads[index]
+    drawn = draw(load, [scenario.seed, index])
+    n = len(drawn)
+    counts, inverse = np.unique(drawn.gpus, return_inverse=True)
+    ids = []
+    for gpus in counts.tolist():
+        replicas, pod = load.pod_shape(gpus)
+        task = Task.model_validate({"name": "worker", "replicas": replicas, "resources": quantities(pod)})
+        check_fit(f"workloads[{index}].gpus", task.resources, None, scenario.cluster.pools)
+        ids.append(shapes.setdefault(("generated", _task_key(task)), (len(shapes), (task,)))[0])
+    checkpoint = parse_duration(load.checkpoint_interval) if load.checkpoint_interval is not None else math.inf
+    constant = {"namespace": load.namespace, "queue": load.queue, "priority_class": load.priority_class_name,
+                "uses_speed": False, "checkpoint": checkpoint, "restart_cost": parse_duration(load.restart_cost),
+                "grace": parse_duration(load.grace_period), "preemptible": load.preemptible, "min_available": -1,
+                "spec": -1}
+    columns = {"name": np.array(job_names(load, n), object), "submit": drawn.submit, "work": drawn.duration,
+               "shape": np.asarray(ids, np.int64)[inverse.reshape(-1)]}
+    for (column, dtype) in zip(_COLUMNS, _DTYPES):
+        if column in constant:
+            columns[column] = np.full(n, constant[column], dtype)
+    return columns
+
+
+def job_table(scenario: Scenario) -> JobTable:
+    """Every job of the scenario, generated ones included, as columns (the order of `expand`)."""
+    shapes: dict = {}
+    rows = _explicit(scenario.jobs, shapes)
+    parts = [{c: np.array([r[k] for r in rows], d).reshape(len(rows)) for k, (c, d) in enumerate(zip(_COLUMNS, _DTYPES))}]
+    for index in range(len(scenario.workloads)):
+        part = _generated(scenario, index, shapes)
+        check_names(scenario, index, part["name"].tolist())
+        parts.append(part)
+    columns = {c: np.concatenate([p[c] for p in parts]).astype(d, copy=False) for c, d in zip(_COLUMNS, _DTYPES)}
+    if scenario.workloads:
+        order = np.argsort(columns["submit"], kind="stable")
+        columns = {c: v[order] for c, v in columns.items()}
+    by_id = sorted(shapes.values(), key=lambda entry: entry[0])
+    return JobTable(**columns, shapes=tuple(tasks for _, tasks in by_id))

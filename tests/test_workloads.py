@@ -1,0 +1,170 @@
+"""Workload generators as columns: the same jobs as per-job draws and as `expand`, the same
+compiled arrays and the same run; bad generator input is one SpecError naming the field."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import labkit
+from labkit import spec
+from labkit.engine.compile import compile_scenario
+from labkit.errors import SpecError
+from labkit.spec.model import Distribution, Workload
+from labkit.spec.quantity import parse_duration
+from labkit.workloads import draw, expand, job_table
+
+EVENT_KEY = ["time", "kind", "job", "task", "node", "reason", "message"]
+
+
+def per_job(load: Workload, seed) -> list[tuple[float, int, float]]:
+    """(submit, gpus, duration) drawn one job at a time with numpy's scalar calls, in the
+    documented order: arrival, GPU count, duration."""
+
+    def sample(random, rng):
+        if not isinstance(random, Distribution):
+            return parse_duration(random)
+        d, kind = random, random.distribution
+        if kind == "constant":
+            value = parse_duration(d.value)
+        elif kind == "uniform":
+            value = rng.uniform(parse_duration(d.low), parse_duration(d.high))
+        elif kind == "exponential":
+            value = rng.exponential(parse_duration(d.mean))
+        elif kind == "lognormal":
+            value = parse_duration(d.median) * math.exp(d.sigma * rng.standard_normal())
+        elif kind == "normal":
+            value = rng.normal(parse_duration(d.mean), parse_duration(d.std))
+        else:
+            weights = np.asarray(d.weights if d.weights is not None else [1.0] * len(d.choices), float)
+            value = parse_duration(d.choices[int(rng.choice(len(d.choices), p=weights / weights.sum()))])
+        if d.min is not None:
+            value = max(value, parse_duration(d.min))
+        if d.max is not None:
+            value = min(value, parse_duration(d.max))
+        return max(0.0, float(value))
+
+    rng = np.random.default_rng(load.seed if load.seed is not None else seed)
+    t, end = parse_duration(load.start), parse_duration(load.end) if load.end is not None else math.inf
+    jobs: list[tuple[float, int, float]] = []
+    while load.count is None or len(jobs) < load.count:
+        t += rng.exponential(parse_duration(load.arrival.interval)) if load.arrival.process == "poisson" else (
+            parse_duration(load.arrival.interval) if jobs else 0.0)
+        if t >= end:
+            break
+        gpus = round(sample(load.gpus, rng))
+        jobs.append((round(t, 3), gpus, float(max(1.0, round(sample(load.duration, rng))))))
+    return jobs
+
+
+GENERATORS = [
+    {"arrival": {"interval": "2m"}, "count": 3000, "gpus": {"distribution": "choice", "choices": [1, 2, 4, 8, 16],
+                                                          "weights": [5, 2, 1, 1, 1]},
+     "duration": {"distribution": "lognormal", "median": "20m", "sigma": 1.5, "max": "6h"}},
+    {"arrival": {"process": "fixed", "interval": 30}, "start": "1h", "end": "30h",
+     "gpus": {"distribution": "uniform", "low": 0, "high": 12, "min": 1},
+     "duration": {"distribution": "normal", "mean": 600, "std": 900, "min": 30}},
+    {"arrival": {"interval": 45}, "end": "2d", "gpus": {"distribution": "exponential", "mean": 3, "max": 16},
+     "duration": {"distribution": "exponential", "mean": "1h"}, "seed": 11},
+    {"arrival": {"interval": 90}, "count": 50, "gpus": 4, "duration": {"distribution": "constant", "value": 0.2}},
+    {"arrival": {"interval": 60}, "count": 40, "gpus": {"distribution": "choice", "choices": [2, 8]},
+     "duration": {"distribution": "constant", "value": 100, "max": 50}},
+]
+
+
+@pytest.mark.parametrize("given", GENERATORS)
+def test_columns_are_the_per_job_draws(given):
+    load = Workload.model_validate({"name": "team", **given})
+    drawn = draw(load, [3, 1])
+    expected = per_job(load, [3, 1])
+    assert len(drawn) == len(expected) > 0
+    assert drawn.submit.tolist() == [s for s, _, _ in expected]
+    assert drawn.gpus.tolist() == [g for _, g, _ in expected]
+    assert drawn.duration.tolist() == [d for _, _, d in expected]
+
+
+def scenario_with_generators(policy: str = "volcano-multitenant", **extra) -> spec.Scenario:
+    pools = [{"name": "gpu", "count": 6, "resources": {"nvidia.com/gpu": 8, "cpu": 64, "memory": "512Gi"}}]
+    tenants = [{"name": "team-a", "limitRange": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "500m"}}]}},
+               {"name": "team-b"}]
+    loads = [{**GENERATORS[0], "name": "a", "namespace": "team-a", "queue": "team-a", "count": 60,
+              "perGpu": {"cpu": 4, "memory": "32Gi"}, "priorityClassName": "high"},
+             {**GENERATORS[2], "name": "b", "namespace": "team-b", "queue": "team-b", "end": "2h",
+              "checkpointInterval": "10m", "restartCost": 30, "preemptible": False}]
+    jobs = [{"name": "big", "namespace": "team-b", "queue": "team-b", "submit": 600, "duration": 3600,
+             "tasks": [{"name": "ps", "replicas": 1, "resources": {"cpu": 2}},
+                       {"name": "worker", "replicas": 3, "resources": {"nvidia.com/gpu": 8}}], "minAvailable": 3},
+            {"name": "a-07", "namespace": "team-b", "queue": "team-b", "submit": 0, "work": 100,
+             "tasks": [{"resources": {"nvidia.com/gpu": 1}}]}]
+    return spec.validate({"cluster": {"pools": pools}, "tenants": tenants,
+                          "queues": [{"name": "team-a", "weight": 2}, {"name": "team-b"}],
+                          "priorityClasses": [{"name": "high", "value": 100}], "jobs": jobs, "workloads": loads,
+                          "scheduler": {"policy": policy}, **extra})
+
+
+def test_job_table_is_expand_in_order():
+    scenario = scenario_with_generators()
+    table, jobs = job_table(scenario), expand(scenario).jobs
+    assert table.name.tolist() == [j.name for j in jobs]
+    assert table.namespace.tolist() == [j.namespace for j in jobs]
+    assert table.submit.tolist() == [parse_duration(j.submit) for j in jobs]
+    assert table.work.tolist() == [parse_duration(j.work or j.duration) for j in jobs]
+    assert [table.shapes[s] for s in table.shape] == [tuple(j.tasks) for j in jobs]
+    assert table.priority_class.tolist() == [j.priority_class_name for j in jobs]
+
+
+@pytest.mark.parametrize("policy", ["volcano-multitenant", "kube-default", "slurm-backfill"])
+def test_compiled_arrays_equal_those_of_the_expanded_jobs(policy):
+    scenario = scenario_with_generators(policy)
+    columns, expanded = compile_scenario(scenario), compile_scenario(expand(scenario))
+    for field in dataclasses.fields(columns.problem):
+        a, b = getattr(columns.problem, field.name), getattr(expanded.problem, field.name)
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b, equal_nan=True), field.name
+        elif field.name != "policy":
+            assert a == b, field.name
+    for name in ("job_submit", "job_work", "job_uses_speed", "job_checkpoint", "job_restart_cost", "job_grace",
+                 "job_pods", "node_speed"):
+        assert np.array_equal(getattr(columns, name), getattr(expanded, name)), name
+    assert columns.scenario == expand(scenario)
+
+
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_simulate_with_generators_is_simulate_of_the_expanded_jobs(engine):
+    scenario = scenario_with_generators(horizon="6h")
+    fast, slow = labkit.simulate(scenario, engine=engine), labkit.simulate(expand(scenario), engine=engine)
+    pd.testing.assert_frame_equal(fast.jobs, slow.jobs)
+    pd.testing.assert_frame_equal(fast.tasks, slow.tasks)
+    pd.testing.assert_frame_equal(fast.events[EVENT_KEY], slow.events[EVENT_KEY])
+    assert fast.info["events"] == len(fast.events) > 0
+    assert fast.scenario == slow.scenario
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"gpus": {"distribution": "choice", "choices": [1, 2], "weights": [1]}}, "workloads[0].gpus"),
+    ({"duration": {"distribution": "lognormal", "median": 60}}, "workloads[0].duration"),
+    ({"gpus": {"distribution": "exponential", "mean": 4}, "gpusPerPod": 16}, "workloads[0].gpus"),
+    ({"name": "a", "namespace": "team-b"}, "workloads[0].name"),
+])
+def test_bad_generator_input_names_the_field(change, field):
+    data = spec.dump(scenario_with_generators())
+    scenario = spec.loads(data)
+    given = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    given["workloads"][0].update(change)
+    with pytest.raises(SpecError) as err:
+        compile_scenario(spec.validate(given))
+    assert str(err.value).startswith(field) and "\n" not in str(err.value)
+
+
+def test_row_ids_are_numpy_unique_inverse():
+    from labkit.engine.core import row_ids
+
+    rows = np.random.default_rng(0).integers(0, 3, (4000, 4)).astype(float)
+    rows[::7, 1] = -0.0
+    rows[::11, 2] = np.inf
+    assert np.array_equal(row_ids(rows), np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1))
+    assert row_ids(np.zeros((0, 3))).shape == (0,)
