@@ -68,6 +68,7 @@ from .core_state import (
     I_ACTIVE,
     I_ATTRS,
     I_BINDS,
+    I_BOOKS,
     I_CANDIDATES,
     I_CLOSED,
     I_ENQUEUED,
@@ -85,6 +86,9 @@ from .core_state import (
     I_UNRESOLVABLE,
     I_VICTIMS,
     I_WAITING,
+    M_PREEMPT_JOB,
+    M_PREEMPT_QUEUE,
+    M_RECLAIM,
     MSG_BACKFILL,
     MSG_FITS_IDLE,
     OP_ALLOCATE,
@@ -546,6 +550,7 @@ def open_session(s):
     s.ints[I_BINDS] = 0
     s.ints[I_EVICTS] = 0
     s.ints[I_IN_SESSION] = 1
+    s.ints[I_BOOKS] += 1  # what a session remembers of failed attempts lasts for that session
     open_plugins(s)
 
 
@@ -842,6 +847,48 @@ def backfill(s, now):
 
 
 @jit
+def failure_known(s, kind, t):
+    """An attempt of ``kind`` for a task like ``t`` failed in this session and the books have not
+    changed since (``ints[I_BOOKS]``), so this one fails too: a failed attempt undoes all it
+    tried, and what it reads besides the books is what :func:`remember_failure` keys it by."""
+    z = s.t_shape[t]
+    if s.m_books[kind, z] != s.ints[I_BOOKS] or not comparable(s, kind, t):
+        return False
+    key = s.m_key[kind, z]
+    j = s.t_job[t]
+    return (key[0] == s.j_queue[j] and key[1] == s.t_class[t] and key[2] == s.j_prio[j]
+            and key[3] == s.t_be[t] and key[4] == excludes_nodes(s, t))
+
+
+@jit
+def remember_failure(s, kind, t):
+    """The attempt of ``kind`` for ``t`` found nothing: remember it under the task's request shape."""
+    if not comparable(s, kind, t):
+        return
+    z, j = s.t_shape[t], s.t_job[t]
+    key = s.m_key[kind, z]
+    key[0], key[1], key[2], key[3], key[4] = s.j_queue[j], s.t_class[t], s.j_prio[j], s.t_be[t], excludes_nodes(s, t)
+    s.m_books[kind, z] = s.ints[I_BOOKS]
+
+
+@jit
+def excludes_nodes(s, t):
+    """The task's fit error keeps nodes from preempt and reclaim: those its predicates can never
+    pass, the same for every task of its class (a failed scan visits every node)."""
+    return s.fit[t] and s.fit_len[t] > 0
+
+
+@jit
+def comparable(s, kind, t):
+    """Attempts for tasks of one key read the same: reclaim's victims are in other queues; a
+    preemptor's own job has nothing placed (drf reads its share, preempt within a job its tasks)."""
+    if kind == M_RECLAIM:
+        return True
+    c = s.j_cnt[s.t_job[t]]
+    return c[ALLOCATED] + c[BINDING] + c[BOUND] + c[RUNNING] + c[PIPELINED] == 0
+
+
+@jit
 def preempt_candidates(s, t):
     """FilterOutUnschedulableAndUnresolvableNodesForTask, then the preempt predicate scan;
     the feasible nodes are in ``s.feas``, their count returned."""
@@ -932,7 +979,10 @@ def preempt_task(s, t, scope):
         return False
     j = s.t_job[t]
     q = s.j_queue[j]
+    kind = M_PREEMPT_QUEUE if scope == SCOPE_QUEUE else M_PREEMPT_JOB
     found = preempt_candidates(s, t)
+    if failure_known(s, kind, t):
+        return False
     sort_nodes(s, t, found)
     for k in range(found):
         n = s.norder[k]
@@ -953,6 +1003,7 @@ def preempt_task(s, t, scope):
             pipeline(s, t, n)
             return True
         discard(s, start)
+    remember_failure(s, kind, t)
     return False
 
 
@@ -1005,6 +1056,8 @@ def reclaim_task(s, t, j):
     """reclaimForTask: on the first feasible node where the Reclaimable victims make room,
     evict them in victim order while the request does not fit, then pipeline the task."""
     found = preempt_candidates(s, t)
+    if failure_known(s, M_RECLAIM, t):
+        return
     available = s.vec[5]
     req = s.t_req[t]
     for k in range(found):
@@ -1028,6 +1081,7 @@ def reclaim_task(s, t, j):
             continue
         pipeline(s, t, n)
         return
+    remember_failure(s, M_RECLAIM, t)
 
 
 @jit
