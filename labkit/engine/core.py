@@ -57,6 +57,7 @@ from .core_state import (
     H_RECLAIMABLE,
     H_TASK_ORDER,
     I_EVENTS,
+    I_GROW,
     I_OVERFLOW,
     I_RUNS,
     I_SESSIONS,
@@ -117,7 +118,7 @@ REGISTERED = {
 """Which plugins register each callback (their OnSessionOpen) and the switch that gates it."""
 
 STATIC = (
-    "node_alloc", "node_sched", "node_speed", "class_ok", "all_nodes",
+    "node_alloc", "node_sched", "node_speed", "class_ok", "class_clean", "all_nodes",
     "q_weight", "q_rcap", "q_guar", "q_des", "q_named", "q_prio", "q_reclaimable", "q_open", "q_rank",
     "j_queue", "j_prio", "j_min", "j_minres", "j_has_minres", "j_rank", "j_creation", "j_sla", "j_submit",
     "j_work", "j_uses_speed", "j_ckpt", "j_restart", "j_grace", "j_lo", "j_pair", "j_min_total",
@@ -356,6 +357,7 @@ def static_arrays(c: Compiled) -> dict:
         "node_alloc": np.ascontiguousarray(p.node_allocatable, float),
         "node_sched": p.node_schedulable.astype(bool),
         "node_speed": c.node_speed.astype(float), "class_ok": np.ascontiguousarray(p.class_node_ok, bool),
+        "class_clean": np.asarray(p.class_node_ok, bool).all(axis=1) & bool(np.all(p.node_schedulable)),
         "all_nodes": np.arange(p.n_nodes, dtype=np.int64),
         "j_queue": p.job_queue.astype(np.int64), "j_prio": p.job_priority.astype(np.int64),
         "j_min": p.job_min_member.astype(np.int64),
@@ -504,12 +506,15 @@ def in_slices(run_core, progress: Progress | None):
     """The Volcano core's entry run a slice of :data:`STEP_SECONDS` at a time (``core_clock.run``
     takes a step budget), telling ``progress`` between slices."""
 
-    def entry(fields) -> None:
+    def entry(fields):
         budget = FIRST_STEPS
         while True:
             began = time.perf_counter()
             if run_core(fields, budget):
-                return
+                return fields
+            if fields.ints[I_GROW]:
+                fields = grown(fields)
+                continue
             took = time.perf_counter() - began
             budget = max(1, int(budget * min(4.0, STEP_SECONDS / max(took, 1e-6))))
             if progress is not None:
@@ -525,13 +530,36 @@ def run_grown(entry, fields, static: dict, scale: float, own=None) -> tuple[dict
     while True:
         mutable = mutable_arrays(static, scale)
         if len(mutable["ev_time"]) > MAX_EVENTS:
-            raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods evicting "
-                              "each other for ever?): give the scenario a horizon")
+            raise endless()
         family = own(static, len(mutable["ev_time"])) if own else {}
-        entry(fields(**static, **mutable, **family))
+        ran = entry(fields(**static, **mutable, **family))
+        if ran is not None:  # the buffers it grew on the way
+            mutable.update((name, getattr(ran, name)) for name in mutable)
         if not mutable["ints"][I_OVERFLOW]:
             return mutable, family
         scale *= 4
+
+
+GROWN = ("ev_time", "ev_int", "runs", "h_time", "h_key")
+"""The record buffers the Volcano clock asks to grow before a step they might not hold."""
+
+
+def grown(fields):
+    """``fields`` with the :data:`GROWN` buffers twice as large, their contents kept."""
+    larger = {}
+    for name in GROWN:
+        old = getattr(fields, name)
+        if name == "ev_time" and 2 * len(old) > MAX_EVENTS:
+            raise endless()
+        larger[name] = np.full((2 * len(old),) + old.shape[1:], MUTABLE[name][1], old.dtype)
+        larger[name][:len(old)] = old
+    fields.ints[I_GROW] = 0
+    return fields._replace(**larger)
+
+
+def endless() -> LabkitError:
+    return LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods evicting "
+                       "each other for ever?): give the scenario a horizon")
 
 
 FIRST_STEPS = 50_000

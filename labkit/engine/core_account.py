@@ -19,6 +19,7 @@ from .core_state import (
     CPU,
     FAILED,
     I_BOOKS,
+    I_CREATED,
     I_IN_SESSION,
     I_SESSIONS,
     I_TO_CLOSE,
@@ -310,7 +311,8 @@ def set_status(s, t, status, node):
 
 @jit
 def set_created(s, j, created):
-    """The vcjob controller creates (or deletes) the job's pods: they enter (leave) the books."""
+    """The vcjob controller creates (or deletes) the job's pods: they enter (leave) the books
+    (``ints[I_CREATED]`` counts the pods of jobs not done, what a session can place or evict)."""
     if s.created[j] == created:
         return
     s.ints[I_BOOKS] += 1
@@ -321,6 +323,8 @@ def set_created(s, j, created):
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             account(s, t, -1)
     s.created[j] = created
+    if not s.done[j]:
+        s.ints[I_CREATED] += (1 if created else -1) * (s.j_lo[j + 1] - s.j_lo[j])
     if created:
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             account(s, t, 1)

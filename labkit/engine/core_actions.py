@@ -62,6 +62,7 @@ from .core_state import (
     GANG,
     H_JOB_ENQUEUEABLE,
     H_JOB_PIPELINED,
+    H_PREDICATE,
     H_PREEMPTABLE,
     H_RECLAIMABLE,
     I_ACTION,
@@ -905,6 +906,22 @@ def preempt_candidates(s, t):
 
 
 @jit
+def pass_over(s, t):
+    """An attempt known to fail is not made, but its node scan moves the rotating start as
+    it would: when the task's predicates pass every node, without looking at them."""
+    if excludes_nodes(s, t) or not (s.class_clean[s.t_class[t]] or not s.hook_len[H_PREDICATE]):
+        preempt_candidates(s, t)
+        return
+    nn = s.all_nodes.size
+    s.ints[I_UNRESOLVABLE] = 0
+    if nn == 0:
+        return
+    wanted = nodes_to_find(nn)
+    processed = nn if wanted >= nn else wanted + 1
+    s.ints[I_NEXT_NODE] = (s.ints[I_NEXT_NODE] + processed) % nn
+
+
+@jit
 def tasks_on_node(s, n, preemptor, scope, j):
     """The candidates on node ``n`` (NodeInfo.Tasks, by task index): preempt's eligible victims
     in ``scope`` (SCOPE_QUEUE: other jobs of the queue, SCOPE_JOB: the same job), or for
@@ -980,9 +997,10 @@ def preempt_task(s, t, scope):
     j = s.t_job[t]
     q = s.j_queue[j]
     kind = M_PREEMPT_QUEUE if scope == SCOPE_QUEUE else M_PREEMPT_JOB
-    found = preempt_candidates(s, t)
     if failure_known(s, kind, t):
+        pass_over(s, t)
         return False
+    found = preempt_candidates(s, t)
     sort_nodes(s, t, found)
     for k in range(found):
         n = s.norder[k]
@@ -1055,9 +1073,10 @@ def preempt(s, now):
 def reclaim_task(s, t, j):
     """reclaimForTask: on the first feasible node where the Reclaimable victims make room,
     evict them in victim order while the request does not fit, then pipeline the task."""
-    found = preempt_candidates(s, t)
     if failure_known(s, M_RECLAIM, t):
+        pass_over(s, t)
         return
+    found = preempt_candidates(s, t)
     available = s.vec[5]
     req = s.t_req[t]
     for k in range(found):

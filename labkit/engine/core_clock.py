@@ -39,8 +39,10 @@ from .core_state import (
     FINISH,
     I_BINDS,
     I_CLOSED,
+    I_CREATED,
     I_EVENTS,
     I_EVICTS,
+    I_GROW,
     I_HEAP,
     I_LIVE,
     I_OVERFLOW,
@@ -296,6 +298,8 @@ def finish_as(s, now, j, kind, msg):
             continue
         close_run(s, t, now)
         set_status(s, t, SUCCEEDED, s.node[t])
+    if s.created[j]:
+        s.ints[I_CREATED] -= s.j_lo[j + 1] - s.j_lo[j]
     s.done[j] = True
     set_job_phase(s, j, PH_COMPLETED)
     s.end_t[j] = now
@@ -429,6 +433,36 @@ def apply_event(s, now, slot):
     return True
 
 
+@jit
+def room(s, events, runs, pushes):
+    """The record buffers take ``events`` more run events, ``runs`` pod runs and ``pushes`` clock
+    events; if not, ``ints[I_GROW]`` asks the driver for larger ones before the clock goes on."""
+    if (s.ints[I_EVENTS] + events <= s.ev_time.size and s.ints[I_RUNS] + runs <= s.runs.shape[0]
+            and s.ints[I_HEAP] + pushes <= s.h_time.size):
+        return True
+    s.ints[I_GROW] = 1
+    return False
+
+
+@jit
+def room_for_event(s):
+    """Room for the next clock event: an arrival from a snapshot logs its enqueue, binds and
+    start, and schedules its completion; any other logs one event."""
+    if s.h_key[0, 0] != ARRIVAL:
+        return room(s, 1, 0, 0)
+    j = s.h_key[0, 1]
+    pods = s.j_lo[j + 1] - s.j_lo[j]
+    return room(s, 3 + pods, pods, 1)
+
+
+@jit
+def room_for_session(s):
+    """Room for a session: per pod that exists a bind, an eviction, a restart and a pipelined
+    event, a pod run and a termination; per live job an enqueue and a start."""
+    pods, jobs = s.ints[I_CREATED], s.ints[I_LIVE]
+    return room(s, 4 * pods + 2 * jobs, pods, pods + jobs)
+
+
 @inlined
 def session_once(s, now):
     """One session on the live jobs, its decisions applied; True if it changed anything. Phases
@@ -474,7 +508,9 @@ def run(fields, budget):
     grid one period after the last, until nothing is left to do or the horizon. At most `budget`
     steps (an instant's events, or a session) per call: the clock is kept in ``s.clock`` (now,
     last session, dirty, begun), so the next call goes on where this one stopped and the run is
-    the same however it is cut. True when the run is over."""
+    the same however it is cut. True when the run is over. A step the record buffers may not hold
+    is not begun (an instant's events are taken one by one, ``clock[3]`` = 2 while its events
+    are left): ``ints[I_GROW]`` asks the driver for larger buffers, and the next call goes on."""
     s = state_new(fields)
     if s.clock[3] == 0.0:
         for j in range(s.j_submit.size):
@@ -484,21 +520,33 @@ def run(fields, budget):
     now, last_session, dirty = s.clock[0], s.clock[1], s.clock[2] != 0.0
     over = True
     while s.ints[I_OVERFLOW] == 0 and not s.refused[0]:
+        within = s.clock[3] == 2.0  # events of the instant ``now`` are left
         t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
         t_session = max(math.ceil(now / period - 1e-9) * period, last_session + period) if dirty else math.inf
         first = min(t_event, t_session)
-        if first > horizon or first == math.inf:
+        if not within and (first > horizon or first == math.inf):
             break
         if budget <= 0:
             over = False
             break
         budget -= 1
-        if t_event <= t_session:
-            now = t_event
+        if within or t_event <= t_session:
+            if not within:
+                now = t_event
+            s.clock[3] = 2.0
             while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
+                if not room_for_event(s):
+                    break
                 if apply_event(s, now, pop_event(s)):
                     dirty = True
+            if s.ints[I_GROW]:
+                over = False
+                break
+            s.clock[3] = 1.0
         else:
+            if not room_for_session(s):
+                over = False
+                break
             now = last_session = t_session
             dirty = session_once(s, now)
     s.clock[0], s.clock[1], s.clock[2] = now, last_session, 1.0 if dirty else 0.0
