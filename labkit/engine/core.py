@@ -172,8 +172,8 @@ MUTABLE = {
     "evicts": ("T+1 3", 0, I), "pipelined": ("T+1", 0, I), "pipelined_on": ("T+1", 0, I),
     "vec": ("8 R", 0, F),
     # the Pending PodGroups per queue in enqueue's order (core_actions.update_waiting)
-    "w_job": ("J", -1, I), "w_n": ("Q", 0, I), "w_in": ("J", False, B), "w_impure": ("J", False, B),
-    "w_cnt": ("Q W", 0, I32), "w_left": ("W", 0, I), "w_fail": ("W", 0, I),
+    "w_job": ("J", -1, I), "w_n": ("Q W", 0, I), "w_in": ("J", False, B), "w_impure": ("J", False, B),
+    "w_head": ("W", 0, I), "w_shapes": ("W", 0, I),
     "act": ("J", 0, I), "act_in": ("J", False, B), "w_new": ("J", 0, I), "acting": ("J", 0, I),
     # failed preempt / reclaim attempts per request shape (core_actions.failure_known)
     "m_books": ("3 Z", -1, I), "m_key": ("3 Z 5", -1, I),
@@ -292,8 +292,8 @@ MAX_SHAPE_COUNTS = 4_000_000
 def _waiting_arrays(p: Problem, arrays: dict) -> dict:
     """What enqueue needs to take each queue's Pending PodGroups in order without a heap: their
     JobOrderFn order (a Pending PodGroup has no pods, so priority, gang's readiness with no pod
-    ready and drf's zero share, then creation and UID, decide it), each queue's segment of the
-    waiting list, each job's minResources shape. ``fast_enqueue``: that order holds (no sla,
+    ready and drf's zero share, then creation and UID, decide it), each job's minResources shape,
+    the segment of each (queue, shape) in the waiting lists. ``fast_enqueue``: that order holds (no sla,
     no job starting from a snapshot) and enqueue runs."""
     kinds = [int(arrays["p_kind"][e]) for e in arrays["hooks"][H_JOB_ORDER, :arrays["hook_len"][H_JOB_ORDER]]]
     keys = []
@@ -311,8 +311,11 @@ def _waiting_arrays(p: Problem, arrays: dict) -> dict:
     n_queues = len(arrays["q_weight"])
     fast = (arrays["has_enqueue"] and P.SLA not in arrays["p_kind"] and not (arrays["j_init_phase"] >= 0).any()
             and n_queues * (int(shape.max()) + 1 if p.n_jobs else 1) <= MAX_SHAPE_COUNTS)
-    sizes = np.bincount(p.job_queue.astype(np.int64), minlength=n_queues)
-    return {"j_worder": worder, "j_mshape": shape if fast else np.zeros(p.n_jobs, np.int64),
+    if not fast:
+        shape = np.zeros(p.n_jobs, np.int64)
+    n_shapes = int(shape.max()) + 1 if p.n_jobs else 1
+    sizes = np.bincount(p.job_queue.astype(np.int64) * n_shapes + shape, minlength=n_queues * n_shapes)
+    return {"j_worder": worder, "j_mshape": shape,
             "w_off": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), "fast_enqueue": bool(fast)}
 
 

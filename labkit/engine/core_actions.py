@@ -81,6 +81,7 @@ from .core_state import (
     I_LIVE,
     I_NEXT_NODE,
     I_OVERFLOW,
+    I_PENDING_GROUPS,
     I_QUEUE_HEAP,
     I_TO_CLOSE,
     I_TOP,
@@ -383,9 +384,19 @@ def is_pending(phase):
 
 
 @jit
-def waiting_at(s, q, key):
-    """Where in queue ``q``'s waiting list the first job at or after order ``key`` is."""
-    lo, hi = s.w_off[q], s.w_off[q] + s.w_n[q]
+def waiting_list(s, j):
+    """Where job ``j``'s waiting list (its queue's jobs of its minResources shape) is in ``s.w_job``:
+    (start, end)."""
+    q, k = s.j_queue[j], s.j_mshape[j]
+    start = s.w_off[q * s.w_n.shape[1] + k]
+    return start, start + s.w_n[q, k]
+
+
+@jit
+def waiting_at(s, j):
+    """Where in job ``j``'s waiting list the first job at or after its order is."""
+    lo, hi = waiting_list(s, j)
+    key = s.j_worder[j]
     while lo < hi:
         mid = (lo + hi) // 2
         if s.j_worder[s.w_job[mid]] < key:
@@ -397,23 +408,21 @@ def waiting_at(s, q, key):
 
 @jit
 def waiting_insert(s, j):
-    q = s.j_queue[j]
-    at, end = waiting_at(s, q, s.j_worder[j]), s.w_off[q] + s.w_n[q]
+    at, end = waiting_at(s, j), waiting_list(s, j)[1]
     for k in range(end, at, -1):
         s.w_job[k] = s.w_job[k - 1]
     s.w_job[at] = j
-    s.w_n[q] += 1
-    s.w_cnt[q, s.j_mshape[j]] += 1
+    s.w_n[s.j_queue[j], s.j_mshape[j]] += 1
+    s.ints[I_PENDING_GROUPS] += 1
 
 
 @jit
 def waiting_remove(s, j):
-    q = s.j_queue[j]
-    at, end = waiting_at(s, q, s.j_worder[j]), s.w_off[q] + s.w_n[q]
+    at, end = waiting_at(s, j), waiting_list(s, j)[1]
     for k in range(at, end - 1):
         s.w_job[k] = s.w_job[k + 1]
-    s.w_n[q] -= 1
-    s.w_cnt[q, s.j_mshape[j]] -= 1
+    s.w_n[s.j_queue[j], s.j_mshape[j]] -= 1
+    s.ints[I_PENDING_GROUPS] -= 1
 
 
 @jit
@@ -450,7 +459,7 @@ def active_remove(s, j):
 def update_waiting(s):
     """The jobs the clock touched since the last session (``s.to_close``) that became, or stopped
     being, Pending PodGroups enter, or leave, their queue's waiting list (kept in enqueue's job
-    order, ``s.j_worder``); the other live jobs are the active list (``s.act``, by index). A
+    order, ``s.j_worder``, one list per minResources shape); the other live jobs are the active list (``s.act``, by index). A
     waiting job whose pods exist or hold resources (a restart not yet over) is counted in
     ``ints[I_IMPURE]``: that order may then not be JobOrderFn's, nor the job idle in a session."""
     for i in range(s.ints[I_TO_CLOSE]):
@@ -532,8 +541,7 @@ def open_session(s):
             if s.j_cnt[j, PENDING] > 0:
                 s.candidates[n_candidates] = j
                 n_candidates += 1
-        for q in range(s.w_n.size):
-            n_waiting += s.w_n[q]
+        n_waiting = s.ints[I_PENDING_GROUPS]
     else:
         for i in range(s.ints[I_LIVE]):
             j = s.live[i]
@@ -689,24 +697,26 @@ def enqueue(s, now):
 
 @jit
 def enqueue_queue(s, q, now):
-    """enqueue's turns of queue ``q`` from its waiting list, in job order. An admission only
-    takes room, so a minResources shape rejected once is rejected for the rest of the
-    session: its later jobs are passed over, and the queue ends when each shape it still
-    holds was rejected (``s.w_left``: its jobs not yet passed, per shape)."""
-    stamp = new_stamp(s)
+    """enqueue's turns of queue ``q`` in job order, its waiting lists (one per minResources
+    shape) merged. An admission only takes room, so a shape rejected once is rejected for the
+    rest of the session: its list is dropped, and the queue ends when none is left
+    (``s.w_shapes[:alive]``, each read from ``s.w_head``)."""
+    n_shapes = s.w_n.shape[1]
     alive = 0
-    for k in range(s.w_left.size):
-        s.w_left[k] = s.w_cnt[q, k]
-        if s.w_left[k] > 0:
+    for k in range(n_shapes):
+        if s.w_n[q, k] > 0:
+            s.w_head[k] = s.w_off[q * n_shapes + k]
+            s.w_shapes[alive] = k
             alive += 1
-    for i in range(s.w_off[q], s.w_off[q] + s.w_n[q]):
-        if alive == 0:
-            return
-        j = s.w_job[i]
-        k = s.j_mshape[j]
-        s.w_left[k] -= 1
-        if s.w_fail[k] == stamp:
-            continue
+    while alive > 0:
+        first = 0
+        for a in range(1, alive):
+            if s.j_worder[s.w_job[s.w_head[s.w_shapes[a]]]] < s.j_worder[s.w_job[s.w_head[s.w_shapes[first]]]]:
+                first = a
+        k = s.w_shapes[first]
+        j = s.w_job[s.w_head[k]]
+        s.w_head[k] += 1
+        dropped = s.w_head[k] == s.w_off[q * n_shapes + k] + s.w_n[q, k]
         if is_pending(session_phase(s, j)):
             if not s.j_has_minres[j] or vote(s, H_JOB_ENQUEUEABLE, j, now):
                 job_enqueued(s, j)
@@ -714,11 +724,10 @@ def enqueue_queue(s, q, now):
                 s.w_new[s.ints[I_ENQUEUED]] = j
                 s.ints[I_ENQUEUED] += 1
             else:
-                s.w_fail[k] = stamp
-                alive -= 1
-                continue
-        if s.w_left[k] == 0:
+                dropped = True
+        if dropped:
             alive -= 1
+            s.w_shapes[first] = s.w_shapes[alive]
 
 
 @jit
@@ -997,8 +1006,8 @@ def preempt_task(s, t, scope):
     j = s.t_job[t]
     q = s.j_queue[j]
     kind = M_PREEMPT_QUEUE if scope == SCOPE_QUEUE else M_PREEMPT_JOB
-    if failure_known(s, kind, t):
-        pass_over(s, t)
+    if failure_known(s, kind, t) or (scope == SCOPE_JOB and comparable(s, kind, t) and not allocatable(s, q, t)):
+        pass_over(s, t)  # (a job with nothing placed has no victims of its own: its queue must allow the task)
         return False
     found = preempt_candidates(s, t)
     sort_nodes(s, t, found)
