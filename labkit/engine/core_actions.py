@@ -872,7 +872,8 @@ def failure_known(s, kind, t):
 
 @jit
 def remember_failure(s, kind, t):
-    """The attempt of ``kind`` for ``t`` found nothing: remember it under the task's request shape."""
+    """The attempt of ``kind`` for ``t`` found nothing on any feasible node: remember it under
+    the task's request shape."""
     if not comparable(s, kind, t):
         return
     z, j = s.t_shape[t], s.t_job[t]
@@ -901,7 +902,9 @@ def comparable(s, kind, t):
 @jit
 def preempt_candidates(s, t):
     """FilterOutUnschedulableAndUnresolvableNodesForTask, then the preempt predicate scan;
-    the feasible nodes are in ``s.feas``, their count returned."""
+    the feasible nodes are in ``s.feas``. Returns their count and whether they are all the
+    feasible nodes (the scan did not stop at its share of the nodes, so where it started from
+    does not matter)."""
     nn = 0
     stamp = new_stamp(s)
     if s.fit[t]:
@@ -911,7 +914,9 @@ def preempt_candidates(s, t):
         if s.node_mark[n] != stamp:
             s.nlist[nn] = n
             nn += 1
-    return scan(s, t, SCAN_PREEMPT, s.nlist, nn, -1)
+    found = scan(s, t, SCAN_PREEMPT, s.nlist, nn, -1)
+    wanted = nodes_to_find(nn)
+    return found, found < wanted or wanted == nn
 
 
 @jit
@@ -1009,7 +1014,7 @@ def preempt_task(s, t, scope):
     if failure_known(s, kind, t) or (scope == SCOPE_JOB and comparable(s, kind, t) and not allocatable(s, q, t)):
         pass_over(s, t)  # (a job with nothing placed has no victims of its own: its queue must allow the task)
         return False
-    found = preempt_candidates(s, t)
+    found, every = preempt_candidates(s, t)
     sort_nodes(s, t, found)
     for k in range(found):
         n = s.norder[k]
@@ -1030,7 +1035,8 @@ def preempt_task(s, t, scope):
             pipeline(s, t, n)
             return True
         discard(s, start)
-    remember_failure(s, kind, t)
+    if every:
+        remember_failure(s, kind, t)
     return False
 
 
@@ -1085,7 +1091,7 @@ def reclaim_task(s, t, j):
     if failure_known(s, M_RECLAIM, t):
         pass_over(s, t)
         return
-    found = preempt_candidates(s, t)
+    found, every = preempt_candidates(s, t)
     available = s.vec[5]
     req = s.t_req[t]
     for k in range(found):
@@ -1109,7 +1115,8 @@ def reclaim_task(s, t, j):
             continue
         pipeline(s, t, n)
         return
-    remember_failure(s, M_RECLAIM, t)
+    if every:
+        remember_failure(s, M_RECLAIM, t)
 
 
 @jit
