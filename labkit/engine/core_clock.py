@@ -4,8 +4,9 @@ restarts, completions.
 
 :func:`run` is the core's entry point: it takes the named tuple of arrays the driver built,
 runs the whole scenario and leaves the run's record (per-job arrays, pod runs, coded events)
-in those arrays. A buffer that turns out too small sets ``ints[I_OVERFLOW]`` and stops the run;
-the driver then runs again with larger buffers.
+in those arrays. The record buffers (events, pod runs, the clock's heap) are checked before each
+step and grown by the driver between calls; another buffer that turns out too small sets
+``ints[I_OVERFLOW]`` and stops the run, and the driver then runs again with larger buffers.
 """
 
 from __future__ import annotations
@@ -216,14 +217,16 @@ def quota_refuses(s, j):
     used = np.zeros(s.k_usage.shape[1], np.int64)
     for u in range(s.t_job.size):
         if s.created[s.t_job[u]] and s.status[u] != SUCCEEDED and s.k_job_quota[s.t_job[u]] == q:
-            used += s.k_usage[u]
+            for k in range(used.size):
+                used[k] += s.k_usage[u, k]
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
         if s.k_unset[t]:
             return True
         for k in range(used.size):
             if s.k_tracked[q, k] and used[k] + s.k_usage[t, k] > s.k_hard[q, k]:
                 return True
-        used += s.k_usage[t]
+        for k in range(used.size):
+            used[k] += s.k_usage[t, k]
     return False
 
 
