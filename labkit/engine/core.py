@@ -58,6 +58,7 @@ from .core_state import (
     H_RECLAIMABLE,
     H_TASK_ORDER,
     I_EVENTS,
+    I_GROW,
     I_OVERFLOW,
     I_RUNS,
     I_SESSIONS,
@@ -118,7 +119,7 @@ REGISTERED = {
 """Which plugins register each callback (their OnSessionOpen) and the switch that gates it."""
 
 STATIC = (
-    "node_alloc", "node_sched", "node_speed", "class_ok", "all_nodes",
+    "node_alloc", "node_sched", "node_speed", "class_ok", "class_clean", "all_nodes",
     "q_weight", "q_rcap", "q_guar", "q_des", "q_named", "q_prio", "q_reclaimable", "q_open", "q_rank",
     "j_queue", "j_prio", "j_min", "j_minres", "j_has_minres", "j_rank", "j_creation", "j_sla", "j_submit",
     "j_work", "j_uses_speed", "j_ckpt", "j_restart", "j_grace", "j_lo", "j_pair", "j_min_total",
@@ -172,9 +173,11 @@ MUTABLE = {
     "evicts": ("T+1 3", 0, I), "pipelined": ("T+1", 0, I), "pipelined_on": ("T+1", 0, I),
     "vec": ("8 R", 0, F),
     # the Pending PodGroups per queue in enqueue's order (core_actions.update_waiting)
-    "w_job": ("J", -1, I), "w_n": ("Q", 0, I), "w_in": ("J", False, B), "w_impure": ("J", False, B),
-    "w_cnt": ("Q W", 0, I32), "w_left": ("W", 0, I), "w_fail": ("W", 0, I),
+    "w_job": ("J", -1, I), "w_n": ("Q W", 0, I), "w_in": ("J", False, B), "w_impure": ("J", False, B),
+    "w_head": ("W", 0, I), "w_shapes": ("W", 0, I),
     "act": ("J", 0, I), "act_in": ("J", False, B), "w_new": ("J", 0, I), "acting": ("J", 0, I),
+    # failed preempt / reclaim attempts per request shape (core_actions.failure_known)
+    "m_books": ("3 Z", -1, I), "m_key": ("3 Z 5", -1, I),
 }
 """The run's mutable arrays: shape (in the sizes of :func:`mutable_arrays`), initial value, dtype."""
 CoreFields = namedtuple("CoreFields", STATIC + tuple(MUTABLE))
@@ -291,8 +294,8 @@ MAX_SHAPE_COUNTS = 4_000_000
 def _waiting_arrays(p: Problem, arrays: dict) -> dict:
     """What enqueue needs to take each queue's Pending PodGroups in order without a heap: their
     JobOrderFn order (a Pending PodGroup has no pods, so priority, gang's readiness with no pod
-    ready and drf's zero share, then creation and UID, decide it), each queue's segment of the
-    waiting list, each job's minResources shape. ``fast_enqueue``: that order holds (no sla,
+    ready and drf's zero share, then creation and UID, decide it), each job's minResources shape,
+    the segment of each (queue, shape) in the waiting lists. ``fast_enqueue``: that order holds (no sla,
     no job starting from a snapshot) and enqueue runs."""
     kinds = [int(arrays["p_kind"][e]) for e in arrays["hooks"][H_JOB_ORDER, :arrays["hook_len"][H_JOB_ORDER]]]
     keys = []
@@ -309,8 +312,11 @@ def _waiting_arrays(p: Problem, arrays: dict) -> dict:
     n_queues = len(arrays["q_weight"])
     fast = (arrays["has_enqueue"] and P.SLA not in arrays["p_kind"] and not (arrays["j_init_phase"] >= 0).any()
             and n_queues * (int(shape.max()) + 1 if p.n_jobs else 1) <= MAX_SHAPE_COUNTS)
-    sizes = np.bincount(p.job_queue.astype(np.int64), minlength=n_queues)
-    return {"j_worder": worder, "j_mshape": shape if fast else np.zeros(p.n_jobs, np.int64),
+    if not fast:
+        shape = np.zeros(p.n_jobs, np.int64)
+    n_shapes = int(shape.max()) + 1 if p.n_jobs else 1
+    sizes = np.bincount(p.job_queue.astype(np.int64) * n_shapes + shape, minlength=n_queues * n_shapes)
+    return {"j_worder": worder, "j_mshape": shape,
             "w_off": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), "fast_enqueue": bool(fast)}
 
 
@@ -357,6 +363,7 @@ def static_arrays(c: Compiled) -> dict:
         "node_alloc": np.ascontiguousarray(p.node_allocatable, float),
         "node_sched": p.node_schedulable.astype(bool),
         "node_speed": c.node_speed.astype(float), "class_ok": np.ascontiguousarray(p.class_node_ok, bool),
+        "class_clean": np.asarray(p.class_node_ok, bool).all(axis=1) & bool(np.all(p.node_schedulable)),
         "all_nodes": np.arange(p.n_nodes, dtype=np.int64),
         "j_queue": p.job_queue.astype(np.int64), "j_prio": p.job_priority.astype(np.int64),
         "j_min": p.job_min_member.astype(np.int64),
@@ -431,12 +438,13 @@ def fresh(table: dict, sizes: dict) -> dict:
 def mutable_arrays(st: dict, scale: float) -> dict:
     """Fresh clock state and session scratch (:data:`MUTABLE`). Sizes: J jobs, T tasks, N nodes,
     Q queues, R resources, P (job, role) pairs, M most pairs of one job, S task statuses, X scalar
-    slots, W minResources shapes; ``scale`` multiplies the buffers a run cannot bound in advance: E events, H clock
-    events, K pod runs, U fit-error nodes."""
+    slots, W minResources shapes, Z request shapes; ``scale`` multiplies the buffers a run cannot
+    bound in advance: E events, H clock events, K pod runs, U fit-error nodes."""
     n_jobs, n_tasks, n_nodes = len(st["j_queue"]), len(st["t_job"]), len(st["node_alloc"])
     sizes = {"J": n_jobs, "T": n_tasks, "N": n_nodes, "Q": len(st["q_weight"]), "R": len(st["total"]),
              "P": len(st["pair_min"]), "M": int(np.diff(st["j_pair"]).max()) if n_jobs else 1,
-             "S": N_STATUS, "X": N_INTS, "W": int(st["j_mshape"].max()) + 1 if n_jobs else 1}
+             "S": N_STATUS, "X": N_INTS, "W": int(st["j_mshape"].max()) + 1 if n_jobs else 1,
+             "Z": int(st["t_shape"].max()) + 1 if n_tasks else 1}
     grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks), ("K", n_tasks), ("U", n_nodes))
     for name, size in grown:
         sizes[name] = max(8, int(scale * (size + 64)))
@@ -521,12 +529,15 @@ def in_slices(run_core, progress: Progress | None):
     where the last call stopped, ``core_clock.clock_loop``) run a slice of :data:`STEP_SECONDS`
     at a time, telling ``progress`` between slices."""
 
-    def entry(fields) -> None:
+    def entry(fields):
         budget = FIRST_STEPS
         while True:
             began = time.perf_counter()
             if run_core(fields, budget):
-                return
+                return fields
+            if fields.ints[I_GROW]:
+                fields = grown(fields)
+                continue
             took = time.perf_counter() - began
             budget = max(1, int(budget * min(4.0, STEP_SECONDS / max(took, 1e-6))))
             if progress is not None:
@@ -542,13 +553,35 @@ def run_grown(entry, fields, static: dict, scale: float, own=None) -> tuple[dict
     while True:
         mutable = mutable_arrays(static, scale)
         if len(mutable["ev_time"]) > MAX_EVENTS:
-            raise LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods evicting "
-                              "each other for ever?): give the scenario a horizon")
+            raise endless()
         family = own(static, len(mutable["ev_time"]), scale) if own else {}
-        entry(fields(**static, **mutable, **family))
+        ran = entry(fields(**static, **mutable, **family))
+        mutable.update((name, getattr(ran, name)) for name in mutable)  # with the buffers it grew on the way
         if not mutable["ints"][I_OVERFLOW]:
             return mutable, family
         scale *= 4
+
+
+GROWN = ("ev_time", "ev_int", "runs", "h_time", "h_key")
+"""The record buffers the Volcano clock asks to grow before a step they might not hold."""
+
+
+def grown(fields):
+    """``fields`` with the :data:`GROWN` buffers twice as large, their contents kept."""
+    larger = {}
+    for name in GROWN:
+        old = getattr(fields, name)
+        if name == "ev_time" and 2 * len(old) > MAX_EVENTS:
+            raise endless()
+        larger[name] = np.full((2 * len(old),) + old.shape[1:], MUTABLE[name][1], old.dtype)
+        larger[name][:len(old)] = old
+    fields.ints[I_GROW] = 0
+    return fields._replace(**larger)
+
+
+def endless() -> LabkitError:
+    return LabkitError(f"the run logs more than {MAX_EVENTS:,} events without ending (pods evicting "
+                       "each other for ever?): give the scenario a horizon")
 
 
 FIRST_STEPS = 50_000

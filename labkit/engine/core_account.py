@@ -5,7 +5,9 @@ the state's arrays. The bookkeeping is kept incrementally: :func:`account` adds 
 task's share (job status counters, per-role counters, the job's allocated and pending requests,
 the node's Used/Releasing/Pipelined), and every status change goes through :func:`set_status`.
 Only tasks of jobs whose pods exist (``s.created``) are counted, as a session sees only those.
-All quantities are whole numbers in Volcano units, so incremental sums are exact.
+All quantities are whole numbers in Volcano units, so incremental sums are exact. Every change
+of the books counts up ``ints[I_BOOKS]``, so a session can tell that nothing changed since an
+attempt failed (``core_actions.failure_known``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from .core_state import (
     BOUND,
     CPU,
     FAILED,
+    I_BOOKS,
+    I_CREATED,
     I_IN_SESSION,
     I_SESSIONS,
     I_TO_CLOSE,
@@ -290,6 +294,7 @@ def touch(s, j):
 def set_status(s, t, status, node):
     """Move task ``t`` to ``status`` on ``node`` (-1 = none), keeping the bookkeeping in step."""
     j = s.t_job[t]
+    s.ints[I_BOOKS] += 1
     touch(s, j)
     counted, live = s.created[j], s.is_live[j]
     if live:
@@ -306,9 +311,11 @@ def set_status(s, t, status, node):
 
 @jit
 def set_created(s, j, created):
-    """The vcjob controller creates (or deletes) the job's pods: they enter (leave) the books."""
+    """The vcjob controller creates (or deletes) the job's pods: they enter (leave) the books
+    (``ints[I_CREATED]`` counts the pods of jobs not done, what a session can place or evict)."""
     if s.created[j] == created:
         return
+    s.ints[I_BOOKS] += 1
     touch(s, j)
     if s.is_live[j]:
         contribute(s, j, -1)
@@ -316,6 +323,8 @@ def set_created(s, j, created):
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             account(s, t, -1)
     s.created[j] = created
+    if not s.done[j]:
+        s.ints[I_CREATED] += (1 if created else -1) * (s.j_lo[j + 1] - s.j_lo[j])
     if created:
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             account(s, t, 1)
@@ -326,6 +335,7 @@ def set_created(s, j, created):
 @jit
 def set_job_phase(s, j, phase):
     """The clock's PodGroup phase, with the live usage it feeds kept in step."""
+    s.ints[I_BOOKS] += 1
     touch(s, j)
     if s.is_live[j]:
         contribute(s, j, -1)
@@ -338,6 +348,7 @@ def set_job_phase(s, j, phase):
 def set_live(s, j, live):
     """The job enters (leaves) the session snapshot: present and not done, or still releasing."""
     q = s.j_queue[j]
+    s.ints[I_BOOKS] += 1
     if live:
         touch(s, j)
         s.is_live[j] = True
@@ -357,6 +368,7 @@ def session_phase(s, j):
 
 @jit
 def set_session_phase(s, j, phase):
+    s.ints[I_BOOKS] += 1
     s.s_phase[j] = phase
     s.sp_mark[j] = s.ints[I_SESSIONS]
     touch(s, j)

@@ -62,12 +62,14 @@ from .core_state import (
     GANG,
     H_JOB_ENQUEUEABLE,
     H_JOB_PIPELINED,
+    H_PREDICATE,
     H_PREEMPTABLE,
     H_RECLAIMABLE,
     I_ACTION,
     I_ACTIVE,
     I_ATTRS,
     I_BINDS,
+    I_BOOKS,
     I_CANDIDATES,
     I_CLOSED,
     I_ENQUEUED,
@@ -79,12 +81,16 @@ from .core_state import (
     I_LIVE,
     I_NEXT_NODE,
     I_OVERFLOW,
+    I_PENDING_GROUPS,
     I_QUEUE_HEAP,
     I_TO_CLOSE,
     I_TOP,
     I_UNRESOLVABLE,
     I_VICTIMS,
     I_WAITING,
+    M_PREEMPT_JOB,
+    M_PREEMPT_QUEUE,
+    M_RECLAIM,
     MSG_BACKFILL,
     MSG_FITS_IDLE,
     OP_ALLOCATE,
@@ -378,9 +384,19 @@ def is_pending(phase):
 
 
 @jit
-def waiting_at(s, q, key):
-    """Where in queue ``q``'s waiting list the first job at or after order ``key`` is."""
-    lo, hi = s.w_off[q], s.w_off[q] + s.w_n[q]
+def waiting_list(s, j):
+    """Where job ``j``'s waiting list (its queue's jobs of its minResources shape) is in ``s.w_job``:
+    (start, end)."""
+    q, k = s.j_queue[j], s.j_mshape[j]
+    start = s.w_off[q * s.w_n.shape[1] + k]
+    return start, start + s.w_n[q, k]
+
+
+@jit
+def waiting_at(s, j):
+    """Where in job ``j``'s waiting list the first job at or after its order is."""
+    lo, hi = waiting_list(s, j)
+    key = s.j_worder[j]
     while lo < hi:
         mid = (lo + hi) // 2
         if s.j_worder[s.w_job[mid]] < key:
@@ -392,23 +408,21 @@ def waiting_at(s, q, key):
 
 @jit
 def waiting_insert(s, j):
-    q = s.j_queue[j]
-    at, end = waiting_at(s, q, s.j_worder[j]), s.w_off[q] + s.w_n[q]
+    at, end = waiting_at(s, j), waiting_list(s, j)[1]
     for k in range(end, at, -1):
         s.w_job[k] = s.w_job[k - 1]
     s.w_job[at] = j
-    s.w_n[q] += 1
-    s.w_cnt[q, s.j_mshape[j]] += 1
+    s.w_n[s.j_queue[j], s.j_mshape[j]] += 1
+    s.ints[I_PENDING_GROUPS] += 1
 
 
 @jit
 def waiting_remove(s, j):
-    q = s.j_queue[j]
-    at, end = waiting_at(s, q, s.j_worder[j]), s.w_off[q] + s.w_n[q]
+    at, end = waiting_at(s, j), waiting_list(s, j)[1]
     for k in range(at, end - 1):
         s.w_job[k] = s.w_job[k + 1]
-    s.w_n[q] -= 1
-    s.w_cnt[q, s.j_mshape[j]] -= 1
+    s.w_n[s.j_queue[j], s.j_mshape[j]] -= 1
+    s.ints[I_PENDING_GROUPS] -= 1
 
 
 @jit
@@ -445,7 +459,7 @@ def active_remove(s, j):
 def update_waiting(s):
     """The jobs the clock touched since the last session (``s.to_close``) that became, or stopped
     being, Pending PodGroups enter, or leave, their queue's waiting list (kept in enqueue's job
-    order, ``s.j_worder``); the other live jobs are the active list (``s.act``, by index). A
+    order, ``s.j_worder``, one list per minResources shape); the other live jobs are the active list (``s.act``, by index). A
     waiting job whose pods exist or hold resources (a restart not yet over) is counted in
     ``ints[I_IMPURE]``: that order may then not be JobOrderFn's, nor the job idle in a session."""
     for i in range(s.ints[I_TO_CLOSE]):
@@ -527,8 +541,7 @@ def open_session(s):
             if s.j_cnt[j, PENDING] > 0:
                 s.candidates[n_candidates] = j
                 n_candidates += 1
-        for q in range(s.w_n.size):
-            n_waiting += s.w_n[q]
+        n_waiting = s.ints[I_PENDING_GROUPS]
     else:
         for i in range(s.ints[I_LIVE]):
             j = s.live[i]
@@ -546,6 +559,7 @@ def open_session(s):
     s.ints[I_BINDS] = 0
     s.ints[I_EVICTS] = 0
     s.ints[I_IN_SESSION] = 1
+    s.ints[I_BOOKS] += 1  # what a session remembers of failed attempts lasts for that session
     open_plugins(s)
 
 
@@ -683,24 +697,26 @@ def enqueue(s, now):
 
 @jit
 def enqueue_queue(s, q, now):
-    """enqueue's turns of queue ``q`` from its waiting list, in job order. An admission only
-    takes room, so a minResources shape rejected once is rejected for the rest of the
-    session: its later jobs are passed over, and the queue ends when each shape it still
-    holds was rejected (``s.w_left``: its jobs not yet passed, per shape)."""
-    stamp = new_stamp(s)
+    """enqueue's turns of queue ``q`` in job order, its waiting lists (one per minResources
+    shape) merged. An admission only takes room, so a shape rejected once is rejected for the
+    rest of the session: its list is dropped, and the queue ends when none is left
+    (``s.w_shapes[:alive]``, each read from ``s.w_head``)."""
+    n_shapes = s.w_n.shape[1]
     alive = 0
-    for k in range(s.w_left.size):
-        s.w_left[k] = s.w_cnt[q, k]
-        if s.w_left[k] > 0:
+    for k in range(n_shapes):
+        if s.w_n[q, k] > 0:
+            s.w_head[k] = s.w_off[q * n_shapes + k]
+            s.w_shapes[alive] = k
             alive += 1
-    for i in range(s.w_off[q], s.w_off[q] + s.w_n[q]):
-        if alive == 0:
-            return
-        j = s.w_job[i]
-        k = s.j_mshape[j]
-        s.w_left[k] -= 1
-        if s.w_fail[k] == stamp:
-            continue
+    while alive > 0:
+        first = 0
+        for a in range(1, alive):
+            if s.j_worder[s.w_job[s.w_head[s.w_shapes[a]]]] < s.j_worder[s.w_job[s.w_head[s.w_shapes[first]]]]:
+                first = a
+        k = s.w_shapes[first]
+        j = s.w_job[s.w_head[k]]
+        s.w_head[k] += 1
+        dropped = s.w_head[k] == s.w_off[q * n_shapes + k] + s.w_n[q, k]
         if is_pending(session_phase(s, j)):
             if not s.j_has_minres[j] or vote(s, H_JOB_ENQUEUEABLE, j, now):
                 job_enqueued(s, j)
@@ -708,11 +724,10 @@ def enqueue_queue(s, q, now):
                 s.w_new[s.ints[I_ENQUEUED]] = j
                 s.ints[I_ENQUEUED] += 1
             else:
-                s.w_fail[k] = stamp
-                alive -= 1
-                continue
-        if s.w_left[k] == 0:
+                dropped = True
+        if dropped:
             alive -= 1
+            s.w_shapes[first] = s.w_shapes[alive]
 
 
 @jit
@@ -842,9 +857,54 @@ def backfill(s, now):
 
 
 @jit
+def failure_known(s, kind, t):
+    """An attempt of ``kind`` for a task like ``t`` failed in this session and the books have not
+    changed since (``ints[I_BOOKS]``), so this one fails too: a failed attempt undoes all it
+    tried, and what it reads besides the books is what :func:`remember_failure` keys it by."""
+    z = s.t_shape[t]
+    if s.m_books[kind, z] != s.ints[I_BOOKS] or not comparable(s, kind, t):
+        return False
+    key = s.m_key[kind, z]
+    j = s.t_job[t]
+    return (key[0] == s.j_queue[j] and key[1] == s.t_class[t] and key[2] == s.j_prio[j]
+            and key[3] == s.t_be[t] and key[4] == excludes_nodes(s, t))
+
+
+@jit
+def remember_failure(s, kind, t):
+    """The attempt of ``kind`` for ``t`` found nothing on any feasible node: remember it under
+    the task's request shape."""
+    if not comparable(s, kind, t):
+        return
+    z, j = s.t_shape[t], s.t_job[t]
+    key = s.m_key[kind, z]
+    key[0], key[1], key[2], key[3], key[4] = s.j_queue[j], s.t_class[t], s.j_prio[j], s.t_be[t], excludes_nodes(s, t)
+    s.m_books[kind, z] = s.ints[I_BOOKS]
+
+
+@jit
+def excludes_nodes(s, t):
+    """The task's fit error keeps nodes from preempt and reclaim: those its predicates can never
+    pass, the same for every task of its class (a failed scan visits every node)."""
+    return s.fit[t] and s.fit_len[t] > 0
+
+
+@jit
+def comparable(s, kind, t):
+    """Attempts for tasks of one key read the same: reclaim's victims are in other queues; a
+    preemptor's own job has nothing placed (drf reads its share, preempt within a job its tasks)."""
+    if kind == M_RECLAIM:
+        return True
+    c = s.j_cnt[s.t_job[t]]
+    return c[ALLOCATED] + c[BINDING] + c[BOUND] + c[RUNNING] + c[PIPELINED] == 0
+
+
+@jit
 def preempt_candidates(s, t):
     """FilterOutUnschedulableAndUnresolvableNodesForTask, then the preempt predicate scan;
-    the feasible nodes are in ``s.feas``, their count returned."""
+    the feasible nodes are in ``s.feas``. Returns their count and whether they are all the
+    feasible nodes (the scan did not stop at its share of the nodes, so where it started from
+    does not matter)."""
     nn = 0
     stamp = new_stamp(s)
     if s.fit[t]:
@@ -854,7 +914,25 @@ def preempt_candidates(s, t):
         if s.node_mark[n] != stamp:
             s.nlist[nn] = n
             nn += 1
-    return scan(s, t, SCAN_PREEMPT, s.nlist, nn, -1)
+    found = scan(s, t, SCAN_PREEMPT, s.nlist, nn, -1)
+    wanted = nodes_to_find(nn)
+    return found, found < wanted or wanted == nn
+
+
+@jit
+def pass_over(s, t):
+    """An attempt known to fail is not made, but its node scan moves the rotating start as
+    it would: when the task's predicates pass every node, without looking at them."""
+    if excludes_nodes(s, t) or not (s.class_clean[s.t_class[t]] or not s.hook_len[H_PREDICATE]):
+        preempt_candidates(s, t)
+        return
+    nn = s.all_nodes.size
+    s.ints[I_UNRESOLVABLE] = 0
+    if nn == 0:
+        return
+    wanted = nodes_to_find(nn)
+    processed = nn if wanted >= nn else wanted + 1
+    s.ints[I_NEXT_NODE] = (s.ints[I_NEXT_NODE] + processed) % nn
 
 
 @jit
@@ -932,7 +1010,11 @@ def preempt_task(s, t, scope):
         return False
     j = s.t_job[t]
     q = s.j_queue[j]
-    found = preempt_candidates(s, t)
+    kind = M_PREEMPT_QUEUE if scope == SCOPE_QUEUE else M_PREEMPT_JOB
+    if failure_known(s, kind, t) or (scope == SCOPE_JOB and comparable(s, kind, t) and not allocatable(s, q, t)):
+        pass_over(s, t)  # (a job with nothing placed has no victims of its own: its queue must allow the task)
+        return False
+    found, every = preempt_candidates(s, t)
     sort_nodes(s, t, found)
     for k in range(found):
         n = s.norder[k]
@@ -953,6 +1035,8 @@ def preempt_task(s, t, scope):
             pipeline(s, t, n)
             return True
         discard(s, start)
+    if every:
+        remember_failure(s, kind, t)
     return False
 
 
@@ -1004,7 +1088,10 @@ def preempt(s, now):
 def reclaim_task(s, t, j):
     """reclaimForTask: on the first feasible node where the Reclaimable victims make room,
     evict them in victim order while the request does not fit, then pipeline the task."""
-    found = preempt_candidates(s, t)
+    if failure_known(s, M_RECLAIM, t):
+        pass_over(s, t)
+        return
+    found, every = preempt_candidates(s, t)
     available = s.vec[5]
     req = s.t_req[t]
     for k in range(found):
@@ -1028,6 +1115,8 @@ def reclaim_task(s, t, j):
             continue
         pipeline(s, t, n)
         return
+    if every:
+        remember_failure(s, M_RECLAIM, t)
 
 
 @jit

@@ -4,8 +4,9 @@ restarts, completions.
 
 :func:`run` is the core's entry point: it takes the named tuple of arrays the driver built,
 runs the whole scenario and leaves the run's record (per-job arrays, pod runs, coded events)
-in those arrays. A buffer that turns out too small sets ``ints[I_OVERFLOW]`` and stops the run;
-the driver then runs again with larger buffers.
+in those arrays. The record buffers (events, pod runs, the clock's heap) are checked before each
+step and grown by the driver between calls; another buffer that turns out too small sets
+``ints[I_OVERFLOW]`` and stops the run, and the driver then runs again with larger buffers.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ from .core_state import (
     FINISH,
     I_BINDS,
     I_CLOSED,
+    I_CREATED,
     I_EVENTS,
     I_EVICTS,
+    I_GROW,
     I_HEAP,
     I_LIVE,
     I_OVERFLOW,
@@ -238,7 +241,8 @@ def quota_refuses(s, j):
         for k in range(used.size):
             if s.k_tracked[q, k] and used[k] + s.k_usage[t, k] > s.k_hard[q, k]:
                 return True
-        used += s.k_usage[t]
+        for k in range(used.size):
+            used[k] += s.k_usage[t, k]
     return False
 
 
@@ -313,6 +317,8 @@ def finish_as(s, now, j, kind, msg):
             continue
         close_run(s, t, now)
         set_status(s, t, SUCCEEDED, s.node[t])
+    if s.created[j]:
+        s.ints[I_CREATED] -= s.j_lo[j + 1] - s.j_lo[j]
     s.done[j] = True
     set_job_phase(s, j, PH_COMPLETED)
     s.end_t[j] = now
@@ -463,6 +469,42 @@ def apply_event(s, now, slot):
     return clock_event(s, now, slot, arrive, released)
 
 
+@jit
+def room(s, events, runs, pushes):
+    """The record buffers take ``events`` more run events, ``runs`` pod runs and ``pushes`` clock
+    events; if not, ``ints[I_GROW]`` asks the driver for larger ones before the clock goes on."""
+    if (s.ints[I_EVENTS] + events <= s.ev_time.size and s.ints[I_RUNS] + runs <= s.runs.shape[0]
+            and s.ints[I_HEAP] + pushes <= s.h_time.size):
+        return True
+    s.ints[I_GROW] = 1
+    return False
+
+
+@jit
+def room_for_event(s):
+    """Room for the next clock event: an arrival from a snapshot logs its enqueue, binds and
+    start, and schedules its completion; any other logs one event."""
+    if s.h_key[0, 0] != ARRIVAL:
+        return room(s, 1, 0, 0)
+    j = s.h_key[0, 1]
+    pods = s.j_lo[j + 1] - s.j_lo[j]
+    return room(s, 3 + pods, pods, 1)
+
+
+@jit
+def room_for_session(s):
+    """Room for a session: per pod that exists a bind, an eviction, a restart and a pipelined
+    event, a pod run and a termination; per live job an enqueue and a start."""
+    pods, jobs = s.ints[I_CREATED], s.ints[I_LIVE]
+    return room(s, 4 * pods + 2 * jobs, pods, pods + jobs)
+
+
+@jit
+def always_room(s):
+    """A family whose buffers are not grown in place: an overflow runs it again (``ints[I_OVERFLOW]``)."""
+    return True
+
+
 @inlined
 def session_once(s, now):
     """One session on the live jobs, its decisions applied; True if it changed anything. Phases
@@ -509,14 +551,17 @@ def on_grid(now, last, period):
 
 
 @inlined
-def clock_loop(s, budget, next_session, settled, apply_event, changed, session):
+def clock_loop(s, budget, next_session, settled, apply_event, changed, session, room_for_event, room_for_session):
     """The clock of a run (Simulation.run) with the family's own steps: events in time order
     (``apply_event``; ``changed(s)`` after an instant some event changed) and sessions
     (``session(s, t)``) when ``next_session(s, now)`` says, until nothing is left to do, the
     horizon, or ``settled(s, now)`` before events. At most ``budget`` steps (an instant's events,
     or a session) per call: the clock is kept in ``s.clock`` (now, last session, dirty, begun,
     evented) and the family's arrays, so the next call goes on where this one stopped and the run
-    is the same however it is cut. True when the run is over."""
+    is the same however it is cut. A step the record buffers may not hold (``room_for_event``,
+    ``room_for_session``) is not begun (an instant's events are taken one by one, ``clock[3]`` = 2
+    while its events are left): ``ints[I_GROW]`` asks the driver for larger buffers, and the next
+    call goes on. True when the run is over."""
     if s.clock[3] == 0.0:
         for j in range(s.j_submit.size):
             push_event(s, s.j_submit[j], ARRIVAL, j, 0)
@@ -524,26 +569,38 @@ def clock_loop(s, budget, next_session, settled, apply_event, changed, session):
     now, horizon = s.clock[0], s.horizon
     over = True
     while s.ints[I_OVERFLOW] == 0 and not s.refused[0]:
+        within = s.clock[3] == 2.0  # events of the instant ``now`` are left
         t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
         t_session = next_session(s, now)
         first = min(t_event, t_session)
-        if first > horizon or first == math.inf:
+        if not within and (first > horizon or first == math.inf):
             break
-        if t_event <= t_session and settled(s, now):
+        if not within and t_event <= t_session and settled(s, now):
             break
         if budget <= 0:
             over = False
             break
         budget -= 1
-        if t_event <= t_session:
-            now = t_event
+        if within or t_event <= t_session:
+            if not within:
+                now = t_event
+            s.clock[3] = 2.0
             touched = False
             while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
+                if not room_for_event(s):
+                    break
                 if apply_event(s, now, pop_event(s)):
                     touched = True
             if touched:
                 changed(s)
+            if s.ints[I_GROW]:
+                over = False
+                break
+            s.clock[3] = 1.0
         else:
+            if not room_for_session(s):
+                over = False
+                break
             now = t_session
             session(s, now)
     s.clock[0] = now
@@ -583,6 +640,6 @@ def run(fields, budget):
     """The run of a compiled scenario (:func:`clock_loop`, Volcano's sessions), at most ``budget``
     steps of it; True when it is over."""
     s = state_new(fields)
-    over = clock_loop(s, budget, next_session, never, apply_event, changed, session)
+    over = clock_loop(s, budget, next_session, never, apply_event, changed, session, room_for_event, room_for_session)
     state_free(s)
     return over

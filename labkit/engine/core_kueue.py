@@ -30,6 +30,7 @@ from .core import CoreFields, _size, in_slices, record, run_grown
 from .core import _events as core_events
 from .core_clock import apply_event as clock_apply_event
 from .core_clock import (
+    always_room,
     bind,
     changed,
     clock_loop,
@@ -1343,7 +1344,7 @@ def run_core(fields, budget):
     period after the last) with Kueue's sessions and timers, at most ``budget`` steps of it; True
     when it is over."""
     s = state_new(fields)
-    over = clock_loop(s, budget, next_session, never, apply_event, changed, session)
+    over = clock_loop(s, budget, next_session, never, apply_event, changed, session, always_room, always_room)
     state_free(s)
     return over
 

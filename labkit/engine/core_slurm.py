@@ -28,6 +28,7 @@ from .core import CoreFields, fresh, in_slices, record, run_grown
 from .core_account import set_created, set_job_phase
 from .core_actions import sort_prefix
 from .core_clock import (
+    always_room,
     bind,
     clock_event,
     clock_loop,
@@ -1148,7 +1149,7 @@ def run_core(fields, budget):
     on its own clock, stopping once :func:`settled`), at most ``budget`` steps of it; True when it
     is over."""
     s = state_new(fields)
-    over = clock_loop(s, budget, next_session, settled, apply_event, changed, session)
+    over = clock_loop(s, budget, next_session, settled, apply_event, changed, session, always_room, always_room)
     state_free(s)
     return over
 
