@@ -28,7 +28,6 @@ from numba import njit
 from ..spec.quantity import parse_duration, parse_quantity
 from .core import CoreFields, _size, in_slices, record, run_grown
 from .core import _events as core_events
-from .core_clock import apply_event as clock_apply_event
 from .core_clock import (
     always_room,
     bind,
@@ -43,6 +42,7 @@ from .core_clock import (
     session_at,
     set_phase,
 )
+from .core_clock import apply_event as clock_apply_event
 from .core_state import (
     BINDING,
     BOUND,
