@@ -57,7 +57,9 @@ def scenarios(draw, max_jobs: int = 10) -> spec.Scenario:
             job["checkpointInterval"] = draw(st.sampled_from([300, 1800]))
             job["restartCost"] = draw(st.sampled_from([0, 60]))
         jobs.append(job)
-    return spec.validate({"name": "random", "cluster": {"pools": pools}, "queues": queues,
+    # a horizon: pods of equal priority can evict each other for ever (preempt ping-pong), and a run
+    # without one only ends at core.MAX_EVENTS
+    return spec.validate({"name": "random", "horizon": "48h", "cluster": {"pools": pools}, "queues": queues,
                           "priorityClasses": classes, "jobs": jobs, "scheduler": _conf(draw(st.sampled_from(POLICIES)))})
 
 
