@@ -224,3 +224,5 @@ def test_queueing_strategy_is_for_volcano_confs():
                       {"policy": "slurm-builtin", "queueingStrategy": "StrictFIFO"}):
         with pytest.raises(SpecError, match="queueingStrategy"):
             labkit.simulate(spec.validate({"cluster": cluster, "scheduler": scheduler}))
+
+
