@@ -226,3 +226,7 @@ def test_queueing_strategy_is_for_volcano_confs():
             labkit.simulate(spec.validate({"cluster": cluster, "scheduler": scheduler}))
 
 
+def test_a_run_past_the_event_cap_stops_with_a_one_line_error(monkeypatch):
+    monkeypatch.setattr(core, "MAX_EVENTS", 2_000)
+    with pytest.raises(LabkitError, match="give the scenario a horizon"):
+        labkit.simulate(labkit.preset("case-study"), engine="numba")
