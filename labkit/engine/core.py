@@ -76,6 +76,7 @@ from .core_state import (
     MSG_SNAPSHOT,
     N_HOOKS,
     N_INTS,
+    N_MEMO,
     N_PLUGINS,
     N_STATUS,
     PENDING,
@@ -177,7 +178,7 @@ MUTABLE = {
     "w_head": ("W", 0, I), "w_shapes": ("W", 0, I),
     "act": ("J", 0, I), "act_in": ("J", False, B), "w_new": ("J", 0, I), "acting": ("J", 0, I),
     # failed preempt / reclaim attempts per request shape (core_actions.failure_known)
-    "m_books": ("3 Z", -1, I), "m_key": ("3 Z 5", -1, I),
+    "m_books": ("F Z", -1, I), "m_key": ("F Z 5", -1, I),
 }
 """The run's mutable arrays: shape (in the sizes of :func:`mutable_arrays`), initial value, dtype."""
 CoreFields = namedtuple("CoreFields", STATIC + tuple(MUTABLE))
@@ -438,12 +439,12 @@ def fresh(table: dict, sizes: dict) -> dict:
 def mutable_arrays(st: dict, scale: float) -> dict:
     """Fresh clock state and session scratch (:data:`MUTABLE`). Sizes: J jobs, T tasks, N nodes,
     Q queues, R resources, P (job, role) pairs, M most pairs of one job, S task statuses, X scalar
-    slots, W minResources shapes, Z request shapes; ``scale`` multiplies the buffers a run cannot
-    bound in advance: E events, H clock events, K pod runs, U fit-error nodes."""
+    slots, W minResources shapes, Z request shapes, F kinds of remembered failed attempts; ``scale``
+    multiplies the buffers a run cannot bound in advance: E events, H clock events, K pod runs, U fit-error nodes."""
     n_jobs, n_tasks, n_nodes = len(st["j_queue"]), len(st["t_job"]), len(st["node_alloc"])
     sizes = {"J": n_jobs, "T": n_tasks, "N": n_nodes, "Q": len(st["q_weight"]), "R": len(st["total"]),
              "P": len(st["pair_min"]), "M": int(np.diff(st["j_pair"]).max()) if n_jobs else 1,
-             "S": N_STATUS, "X": N_INTS, "W": int(st["j_mshape"].max()) + 1 if n_jobs else 1,
+             "S": N_STATUS, "X": N_INTS, "F": N_MEMO, "W": int(st["j_mshape"].max()) + 1 if n_jobs else 1,
              "Z": int(st["t_shape"].max()) + 1 if n_tasks else 1}
     grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks), ("K", n_tasks), ("U", n_nodes))
     for name, size in grown:

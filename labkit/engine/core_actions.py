@@ -11,6 +11,7 @@ the pipelined pods in ``s.pipelined`` for the clock to apply.
 from __future__ import annotations
 
 from .core_account import (
+    allocated_tasks,
     fits_future,
     fits_idle,
     future_idle,
@@ -895,8 +896,8 @@ def comparable(s, kind, t):
     preemptor's own job has nothing placed (drf reads its share, preempt within a job its tasks)."""
     if kind == M_RECLAIM:
         return True
-    c = s.j_cnt[s.t_job[t]]
-    return c[ALLOCATED] + c[BINDING] + c[BOUND] + c[RUNNING] + c[PIPELINED] == 0
+    j = s.t_job[t]
+    return allocated_tasks(s, j) + s.j_cnt[j, PIPELINED] == 0
 
 
 @jit
