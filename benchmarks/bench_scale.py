@@ -39,10 +39,11 @@ POLICY = "volcano-multitenant"
 # ---------------------------------------------------------------------------------------- shared
 
 
-def simulate(scenario: spec.Scenario, engine: str) -> tuple[labkit.Result, str]:
-    """`labkit.simulate` with `engine` when this labkit has engines; (result, engine that ran)."""
+def simulate(scenario: spec.Scenario, engine: str, progress=None) -> tuple[labkit.Result, str]:
+    """`labkit.simulate` with `engine` (and a `progress` callable) when this labkit takes them;
+    (result, engine that ran)."""
     if "engine" in inspect.signature(labkit.simulate).parameters:
-        result = labkit.simulate(scenario, engine=engine)
+        result = labkit.simulate(scenario, engine=engine, progress=progress or False)
         return result, str(result.info.get("engine", engine))
     return labkit.simulate(scenario), "reference"
 
@@ -168,18 +169,45 @@ def child(case: str, engine: str, quick: bool) -> None:
     built = time.perf_counter() - t0
     warm = warm_up(scenario, engine)
     t0 = time.perf_counter()
-    result, ran = simulate(scenario, engine)
+    result, ran = simulate(scenario, engine, progress=Reached(t0))
     wall = time.perf_counter() - t0
     done = int((result.jobs.state == "Completed").sum())
     events = result.info["events"] if "events" in result.info else len(result.events)  # the table is made when read
+    evictions = int(result.jobs["evictions"].sum()) if "evictions" in result.jobs else None
     print(json.dumps({"case": case, "engine": ran, "jobs": len(result.jobs), "completed": done,
-                      "events": events, "build_s": built, "warm_s": warm, "wall_s": wall, "rss_mb": peak_rss_mb()}))
+                      "events": events, "evictions": evictions, "build_s": built, "warm_s": warm, "wall_s": wall,
+                      "rss_mb": peak_rss_mb()}))
+
+
+class Reached:
+    """The run's progress callable: every 5 s of wall time one `reached {json}` line on stderr
+    (jobs done, jobs, simulated seconds, wall seconds), which the parent reads if it kills the run."""
+
+    def __init__(self, t0: float, every: float = 5.0):
+        self.t0, self.every, self.last = t0, every, t0
+
+    def __call__(self, done: int, jobs: int, simulated: float) -> None:
+        now = time.perf_counter()
+        if now - self.last >= self.every:
+            self.last = now
+            print("reached " + json.dumps({"done": done, "jobs": jobs, "simulated_s": simulated,
+                                           "wall_s": now - self.t0}), file=sys.stderr, flush=True)
+
+
+def last_reached(err: str) -> dict | None:
+    """The last `reached` line a killed child wrote."""
+    lines = [line for line in err.splitlines() if line.startswith("reached ")]
+    return json.loads(lines[-1][len("reached "):]) if lines else None
 
 
 def report(fig: dict, quick: bool) -> list[str]:
     """The figure lines of one case, targets included."""
     if "error" in fig:
         lines = [f"{fig['case']}: {fig['error']}", target_line("run", "did not finish", "finishes", False)]
+        if fig.get("reached"):
+            r = fig["reached"]
+            lines.append(f"  reached: {r['done']:,} of {r['jobs']:,} jobs done, {r['simulated_s'] / 3600:,.1f} simulated "
+                         f"hours, after {r['wall_s']:,.0f} s of the run")
         if fig.get("rss_mb") is not None:
             lines.append(target_line("peak RSS", f"{fig['rss_mb']:,.0f} MB when killed", "< 2,048 MB",
                                      fig["rss_mb"] < 2048))
@@ -190,6 +218,9 @@ def report(fig: dict, quick: bool) -> list[str]:
             f"warm-up {fig['warm_s']:.2f} s): "
             f"{rate:,.0f} events/s, {jobs_rate:,.0f} jobs/s, peak RSS {fig['rss_mb']:,.0f} MB")
     lines = [head]
+    if fig.get("evictions") is not None:
+        lines.append(f"  evictions: {fig['evictions']:,} pods evicted by preempt and reclaim "
+                     f"({fig['evictions'] / max(fig['jobs'], 1):.2f} per job)")
     if fig["case"].startswith("philly"):
         need = PEER_FACTOR * HELIOS_JOBS_PER_S
         lines.append(target_line("jobs/s vs peer", f"{jobs_rate:,.0f} jobs/s = {jobs_rate / HELIOS_JOBS_PER_S:,.1f}x Helios",
@@ -212,8 +243,9 @@ def run_case(case: str, engine: str, quick: bool, timeout: float) -> dict:
     except subprocess.TimeoutExpired:
         rss = peak_rss_of(proc.pid)
         proc.kill()
-        proc.communicate()
-        return {"case": case, "error": f"killed after the {timeout:g} s timeout", "rss_mb": rss}
+        _, err = proc.communicate()
+        return {"case": case, "error": f"killed after the {timeout:g} s timeout", "rss_mb": rss,
+                "reached": last_reached(err)}
     except KeyboardInterrupt:
         proc.kill()
         proc.communicate()

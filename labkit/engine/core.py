@@ -191,7 +191,7 @@ def unsupported(compiled: Compiled) -> str | None:
     """What in this compiled scenario the numba core does not simulate, or None."""
     problem = compiled.problem
     policy = problem.policy
-    if compiled.scenario.scheduler.kueue is not None:
+    if compiled.source.scheduler.kueue is not None:
         from .core_kueue import unsupported as kueue_unsupported
 
         if compiled.quotas is not None:
@@ -509,7 +509,7 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
     is called and Ctrl-C (KeyboardInterrupt) is raised, which jitted code cannot see."""
     from .core_clock import run as run_core
 
-    if compiled.scenario.scheduler.kueue is not None:
+    if compiled.source.scheduler.kueue is not None:
         from .core_kueue import run as run_kueue
 
         return run_kueue(compiled, static, scale, progress)

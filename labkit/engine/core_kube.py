@@ -920,7 +920,7 @@ def run_core(fields, budget):
 
 def unsupported(compiled) -> str | None:
     """What of a kube-scheduler scenario the core does not simulate, or None."""
-    if any(job.status is not None for job in compiled.scenario.jobs):
+    if any(job.status is not None for job in compiled.source.jobs):
         return "job status snapshots under kube-scheduler"
     return None
 

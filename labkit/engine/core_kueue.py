@@ -1354,7 +1354,7 @@ def run_core(fields, budget):
 
 def unsupported(compiled) -> str | None:
     """What of a Kueue scenario the core does not simulate, or None."""
-    scenario = compiled.scenario
+    scenario = compiled.source
     if any(job.status is not None for job in scenario.jobs):
         return "job status snapshots under Kueue"
     if len(_names(scenario)[0]) > 62:

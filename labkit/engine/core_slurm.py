@@ -1161,7 +1161,7 @@ def unsupported(compiled) -> str | None:
     """What of a Slurm scenario the core does not simulate, or None."""
     if compiled.quotas is not None:
         return "ResourceQuota admission under Slurm"
-    if any(job.status is not None for job in compiled.scenario.jobs):
+    if any(job.status is not None for job in compiled.source.jobs):
         return "job status snapshots under Slurm"
     return None
 
