@@ -103,7 +103,8 @@ def _generated(scenario: Scenario, index: int, shapes: dict) -> dict[str, np.nda
                "shape": np.asarray(ids, np.int64)[inverse.reshape(-1)]}
     for (column, dtype) in zip(_COLUMNS, _DTYPES):
         if column in constant:
-            columns[column] = np.full(n, constant[column], dtype)
+            columns[column] = np.empty(n, dtype)
+            columns[column].fill(constant[column])  # one shared str in an object column (np.full makes n copies)
     return columns
 
 
