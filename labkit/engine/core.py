@@ -465,7 +465,7 @@ def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
     """The compiled scenario, its static core arrays and what the core cannot simulate (None if
     it can), cached by the scenario's content. Expanding and compiling take longer than a run of
     the core."""
-    key = scenario.model_dump_json()
+    key = scenario.model_dump_json(exclude_defaults=True)  # equal content, equal key; a third shorter
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
