@@ -432,8 +432,14 @@ def _size(dim: str, sizes: dict) -> int:
 
 def fresh(table: dict, sizes: dict) -> dict:
     """The arrays of a table like :data:`MUTABLE` (shape, initial value, dtype), at these sizes."""
-    return {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
+    return {name: _filled(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
             for name, (shape, value, dtype) in table.items()}
+
+
+def _filled(shape: tuple, value, dtype) -> np.ndarray:
+    """``np.full``, but zeros from ``np.zeros``: the OS hands those pages over only when written, so
+    scratch sized for every pod costs resident memory only for the part a run uses."""
+    return np.zeros(shape, dtype) if value == 0 else np.full(shape, value, dtype)
 
 
 def mutable_arrays(st: dict, scale: float) -> dict:
@@ -574,7 +580,7 @@ def grown(fields):
         old = getattr(fields, name)
         if name == "ev_time" and 2 * len(old) > MAX_EVENTS:
             raise endless()
-        larger[name] = np.full((2 * len(old),) + old.shape[1:], MUTABLE[name][1], old.dtype)
+        larger[name] = _filled((2 * len(old),) + old.shape[1:], MUTABLE[name][1], old.dtype)
         larger[name][:len(old)] = old
     fields.ints[I_GROW] = 0
     return fields._replace(**larger)

@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from ..spec.quantity import parse_duration, parse_quantity
-from .core import CoreFields, _size, in_slices, record, run_grown
+from .core import CoreFields, fresh, in_slices, record, run_grown
 from .core import _events as core_events
 from .core_clock import (
     always_room,
@@ -1502,8 +1502,7 @@ def _kueue_mutable(static: dict, n_events: int, scale: float) -> dict:
              if n_jobs else 1, "Nq": len(static["kq_parent"]), "N": len(static["node_alloc"]),
              "R": len(static["total"]), "T": len(static["t_job"]), "E": n_events,
              "Mp": max(64, int(scale * (4 * n_jobs + 64))), "Tg": max(64, int(scale * (4 * n_jobs + 64)))}
-    return {name: np.full(tuple(_size(dim, sizes) for dim in shape.split()), value, dtype)
-            for name, (shape, value, dtype) in KUEUE_MUTABLE.items()}
+    return fresh(KUEUE_MUTABLE, sizes)
 
 
 def run(compiled, static: dict, scale: float = 1.0, progress=None) -> RunRecord:
