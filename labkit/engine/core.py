@@ -164,7 +164,7 @@ MUTABLE = {
     "a_alloc": ("2 Q R", 0, F), "a_inq": ("2 Q R", 0, F), "a_des": ("2 Q R", 0, F), "a_share": ("2 Q", 0, F),
     "o_idle": ("R", 0, F), "o_inq": ("R", 0, F), "q_seen": ("Q", False, B), "q_off": ("Q+1", 0, I),
     "q_order": ("Q", 0, I), "qh": ("Q+J+1", 0, I), "jh": ("J+1", 0, I), "jh_n": ("Q", 0, I),
-    "jl": ("J+1", 0, I), "jl_n": ("Q", 0, I), "th": ("T+1", 0, I), "th_n": ("J", 0, I),
+    "jl": ("J+1", 0, I), "jl_n": ("Q", 0, I), "th": ("T+1", 0, I), "th_n": ("J", 0, I), "th_mark": ("J", 0, I),
     "l_tasks": ("T", 0, I),
     "cand": ("T", 0, I), "vic": ("T", 0, I), "vtmp": ("T", 0, I), "vh": ("T", 0, I), "mark": ("T", 0, I),
     "occ": ("J", 0, I), "occ_mark": ("J", 0, I), "rem": ("J R", 0, F), "rem_mark": ("J", 0, I),

@@ -33,6 +33,7 @@ from .core_plugins import (
     allocatable,
     drf_touch,
     fire,
+    first_touch,
     job_enqueued,
     job_ready,
     job_starving,
@@ -737,6 +738,7 @@ def allocate(s, now):
     statement, committed when the job is ready; under StrictFIFO a queue whose job is not ready
     leaves the heap."""
     start_action(s, ALLOCATE)
+    worksheet = new_stamp(s)
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
         if is_pending(session_phase(s, j)):
@@ -749,10 +751,6 @@ def allocate(s, now):
         if first_sight(s, q):
             push(s, HEAP_QUEUE, 0, q)
         push(s, HEAP_JOB, q, j)
-        s.th_n[j] = 0
-        for t in range(s.j_lo[j], s.j_lo[j + 1]):
-            if s.status[t] == PENDING and not s.t_be[t]:
-                push(s, HEAP_TASK, j, t)
     while s.ints[I_QUEUE_HEAP] > 0:
         q = pop(s, HEAP_QUEUE, 0)
         if overused(s, q):
@@ -760,6 +758,14 @@ def allocate(s, now):
         if s.jh_n[q] == 0:
             continue
         j = pop(s, HEAP_JOB, q)
+        if first_touch(s.th_mark, j, worksheet):
+            # the job's worksheet (its pending tasks in task order), made when the job is first
+            # popped: until then no statement touches its pods, and most jobs of a long queue are
+            # never popped (StrictFIFO stops at the head)
+            s.th_n[j] = 0
+            for t in range(s.j_lo[j], s.j_lo[j + 1]):
+                if s.status[t] == PENDING and not s.t_be[t]:
+                    push(s, HEAP_TASK, j, t)
         start = s.ints[I_TOP]
         kept = allocate_tasks(s, j, now, start)
         if kept and job_ready(s, j):
