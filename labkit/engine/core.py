@@ -493,6 +493,12 @@ def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
     return entry
 
 
+def forget_compiled() -> None:
+    """Empty :func:`prepare`'s cache, so that the next run of any scenario compiles it again
+    (benchmarks time runs of scenarios not seen before)."""
+    _CACHE.clear()
+
+
 @contextmanager
 def paused_gc():
     """Python's cycle collector off while a run's records become tables: they are acyclic,
