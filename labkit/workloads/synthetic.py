@@ -131,8 +131,19 @@ def draw(load: Workload, seed: int | list[int]) -> Drawn:
     capacity = limit if limit >= 0 else int(min((end - start) / interval, 1e7) * 1.2) + 16
     submit, gpus, duration = _draw(rng, load.arrival.process == "poisson", interval, start, end, limit,
                                    capacity, _parameters(load.gpus), _parameters(load.duration))
-    rounded = np.array([round(t, 3) for t in submit.tolist()], float)  # Python's correctly rounded ms
-    return Drawn(submit=rounded, gpus=np.rint(gpus).astype(np.int64), duration=np.maximum(1.0, np.rint(duration)))
+    return Drawn(submit=round_ms(submit), gpus=np.rint(gpus).astype(np.int64),
+                 duration=np.maximum(1.0, np.rint(duration)))
+
+
+def round_ms(seconds: np.ndarray) -> np.ndarray:
+    """``round(x, 3)`` of every x, as Python rounds (the double nearest the decimal rounded to the
+    ms): ``rint(x * 1000) / 1000`` is that unless x * 1000 lies near a half, where the product's
+    own rounding could tip it; those few are rounded by Python."""
+    scaled = seconds * 1000.0
+    rounded = np.rint(scaled) / 1000.0
+    near = np.abs(scaled - np.floor(scaled) - 0.5) < 1e-3
+    rounded[near] = [round(x, 3) for x in seconds[near].tolist()]
+    return rounded
 
 
 def job_names(load: Workload, n: int) -> list[str]:
