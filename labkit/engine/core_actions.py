@@ -120,7 +120,7 @@ from .core_state import (
 MIN_NODES_TO_FIND = 100
 MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
 
-SCOPE_QUEUE, SCOPE_JOB = 0, 1
+SCOPE_QUEUE, SCOPE_JOB, SCOPE_RECLAIM = 0, 1, -1
 
 # -------------------------------------------------------------------------------- statements
 
@@ -902,10 +902,10 @@ def comparable(s, kind, t):
 
 @jit
 def preempt_candidates(s, t):
-    """FilterOutUnschedulableAndUnresolvableNodesForTask, then the preempt predicate scan;
-    the feasible nodes are in ``s.feas``. Returns their count and whether they are all the
-    feasible nodes (the scan did not stop at its share of the nodes, so where it started from
-    does not matter)."""
+    """FilterOutUnschedulableAndUnresolvableNodesForTask, then the preempt predicate scan of
+    the nodes left (``s.nlist``); the feasible nodes are in ``s.feas``. Returns their count, the
+    count of nodes left and whether the feasible nodes are all there (the scan did not stop at
+    its share of the nodes, so where it started from does not matter)."""
     nn = 0
     stamp = new_stamp(s)
     if s.fit[t]:
@@ -917,7 +917,25 @@ def preempt_candidates(s, t):
             nn += 1
     found = scan(s, t, SCAN_PREEMPT, s.nlist, nn, -1)
     wanted = nodes_to_find(nn)
-    return found, found < wanted or wanted == nn
+    return found, nn, found < wanted or wanted == nn
+
+
+@jit
+def fails_beyond_scan(s, t, scope, j, found, nn):
+    """An attempt failed on the ``found`` nodes its scan of ``s.nlist[:nn]`` kept (``s.feas``);
+    True if no other feasible node can make room either: it then fails on whatever share of
+    the nodes a scan takes, as a node fails the same whichever failed nodes were tried before
+    it (they are undone)."""
+    stamp = new_stamp(s)
+    for k in range(found):
+        s.node_mark[s.feas[k]] = stamp
+    for k in range(nn):
+        n = s.nlist[k]
+        if s.node_mark[n] == stamp or failure_of(s, t, n, SCAN_PREEMPT) != F_OK:
+            continue
+        if victims_on(s, t, n, scope, j) >= 0:
+            return False
+    return True
 
 
 @jit
@@ -940,7 +958,7 @@ def pass_over(s, t):
 def tasks_on_node(s, n, preemptor, scope, j):
     """The candidates on node ``n`` (NodeInfo.Tasks, by task index): preempt's eligible victims
     in ``scope`` (SCOPE_QUEUE: other jobs of the queue, SCOPE_JOB: the same job), or for
-    reclaim (scope -1) the Running preemptable tasks of other, reclaimable queues. Into
+    reclaim (SCOPE_RECLAIM) the Running preemptable tasks of other, reclaimable queues. Into
     ``s.cand``."""
     q = s.j_queue[j]
     count = 0
@@ -954,7 +972,7 @@ def tasks_on_node(s, n, preemptor, scope, j):
             keep = oq == q and other != j
         else:
             keep = oq != q and s.q_reclaimable[oq]
-        if scope < 0:
+        if scope == SCOPE_RECLAIM:
             keep = keep and st == RUNNING
         else:
             keep = keep and (st == BOUND or st == RUNNING) and (s.t_be[t] or not s.t_be[preemptor])
@@ -998,6 +1016,18 @@ def victims_heap(s, nv):
 
 
 @jit
+def victims_on(s, t, n, scope, j):
+    """The victims the vote picks on node ``n`` (into ``s.vic``; returns their count) when
+    they, with FutureIdle, make room for ``t`` (util.ValidateVictims); else -1. Reclaim
+    (SCOPE_RECLAIM) passes over a node without reclaimees."""
+    nc = tasks_on_node(s, n, t, scope, j)
+    if (scope == SCOPE_RECLAIM and nc == 0) or no_victims_room(s, t, n, nc):
+        return -1
+    nv = victims_of(s, H_RECLAIMABLE if scope == SCOPE_RECLAIM else H_PREEMPTABLE, t, s.cand, nc)
+    return nv if victims_room(s, t, n, s.vic, nv) else -1
+
+
+@jit
 def fits_on_node(s, q, t, n):
     """preemptorFitsOnNode: Allocatable, FutureIdle fit, PredicateFn."""
     return allocatable(s, q, t) and fits_future(s, t, n) and predicate(s, t, n) == F_OK
@@ -1015,15 +1045,12 @@ def preempt_task(s, t, scope):
     if failure_known(s, kind, t) or (scope == SCOPE_JOB and comparable(s, kind, t) and not allocatable(s, q, t)):
         pass_over(s, t)  # (a job with nothing placed has no victims of its own: its queue must allow the task)
         return False
-    found, every = preempt_candidates(s, t)
+    found, nn, every = preempt_candidates(s, t)
     sort_nodes(s, t, found)
     for k in range(found):
         n = s.norder[k]
-        nc = tasks_on_node(s, n, t, scope, j)
-        if no_victims_room(s, t, n, nc):
-            continue
-        nv = victims_of(s, H_PREEMPTABLE, t, s.cand, nc)
-        if not victims_room(s, t, n, s.vic, nv):
+        nv = victims_on(s, t, n, scope, j)
+        if nv < 0:
             continue
         start = s.ints[I_TOP]
         victims_heap(s, nv)
@@ -1036,7 +1063,7 @@ def preempt_task(s, t, scope):
             pipeline(s, t, n)
             return True
         discard(s, start)
-    if every:
+    if comparable(s, kind, t) and (every or fails_beyond_scan(s, t, scope, j, found, nn)):
         remember_failure(s, kind, t)
     return False
 
@@ -1092,16 +1119,13 @@ def reclaim_task(s, t, j):
     if failure_known(s, M_RECLAIM, t):
         pass_over(s, t)
         return
-    found, every = preempt_candidates(s, t)
+    found, nn, every = preempt_candidates(s, t)
     available = s.vec[5]
     req = s.t_req[t]
     for k in range(found):
         n = s.feas[k]
-        nc = tasks_on_node(s, n, t, -1, j)
-        if nc == 0 or no_victims_room(s, t, n, nc):
-            continue
-        nv = victims_of(s, H_RECLAIMABLE, t, s.cand, nc)
-        if not victims_room(s, t, n, s.vic, nv):
+        nv = victims_on(s, t, n, SCOPE_RECLAIM, j)
+        if nv < 0:
             continue
         victims_heap(s, nv)
         future_idle(s, n, available)
@@ -1116,7 +1140,7 @@ def reclaim_task(s, t, j):
             continue
         pipeline(s, t, n)
         return
-    if every:
+    if every or fails_beyond_scan(s, t, SCOPE_RECLAIM, j, found, nn):
         remember_failure(s, M_RECLAIM, t)
 
 
