@@ -89,6 +89,7 @@ from .core_state import (
     I_UNRESOLVABLE,
     I_VICTIMS,
     I_WAITING,
+    M_ALLOCATE,
     M_PREEMPT_JOB,
     M_PREEMPT_QUEUE,
     M_RECLAIM,
@@ -792,8 +793,14 @@ def allocate_tasks(s, j, now, start):
             if s.cache_mark[row] != stamp:
                 s.cache_mark[row] = stamp
                 s.cache[row, :] = F_OK
-        found = scan(s, t, SCAN_ALLOCATE, s.all_nodes, s.all_nodes.size, row)
+        if fit_known_to_fail(s, t):
+            s.ints[I_UNRESOLVABLE] = 0  # (the failed scan saw every node and moved the start by all of them)
+            found = 0
+        else:
+            found = scan(s, t, SCAN_ALLOCATE, s.all_nodes, s.all_nodes.size, row)
         if found == 0:
+            if predicates_pass_everywhere(s, t):
+                s.m_books[M_ALLOCATE, s.t_shape[t]] = s.ints[I_BOOKS]
             record_fit_error(s, t, True)
             if need_continue_allocating(s, j):
                 continue
@@ -809,6 +816,16 @@ def allocate_tasks(s, j, now, start):
         return True
     discard(s, start)
     return False
+
+
+@jit
+def fit_known_to_fail(s, t):
+    """allocate's scan for a task of ``t``'s request shape found no node in this session and
+    the books have not changed since, so this one finds none either: where a request fits
+    FutureIdle does not depend on the task, nor do the predicates of a class that
+    :func:`predicates_pass_everywhere` (the task's predicate error cache is not read again:
+    its role failed)."""
+    return s.m_books[M_ALLOCATE, s.t_shape[t]] == s.ints[I_BOOKS] and predicates_pass_everywhere(s, t)
 
 
 @jit
@@ -939,10 +956,17 @@ def fails_beyond_scan(s, t, scope, j, found, nn):
 
 
 @jit
+def predicates_pass_everywhere(s, t):
+    """The task's class fails no node's unresolvable predicates (node unschedulable, selector,
+    affinity, taints); the pod limit is the only predicate left, and it reads the node alone."""
+    return s.class_clean[s.t_class[t]] or not s.hook_len[H_PREDICATE]
+
+
+@jit
 def pass_over(s, t):
     """An attempt known to fail is not made, but its node scan moves the rotating start as
     it would: when the task's predicates pass every node, without looking at them."""
-    if excludes_nodes(s, t) or not (s.class_clean[s.t_class[t]] or not s.hook_len[H_PREDICATE]):
+    if excludes_nodes(s, t) or not predicates_pass_everywhere(s, t):
         preempt_candidates(s, t)
         return
     nn = s.all_nodes.size
