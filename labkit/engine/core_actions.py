@@ -41,6 +41,7 @@ from .core_plugins import (
     node_score,
     open_plugins,
     overused,
+    picks_none,
     pop,
     predicate,
     preemptive,
@@ -938,11 +939,13 @@ def preempt_candidates(s, t):
 
 
 @jit
-def fails_beyond_scan(s, t, scope, j, found, nn):
+def fails_beyond_scan(s, t, scope, j, found, nn, none):
     """An attempt failed on the ``found`` nodes its scan of ``s.nlist[:nn]`` kept (``s.feas``);
-    True if no other feasible node can make room either: it then fails on whatever share of
-    the nodes a scan takes, as a node fails the same whichever failed nodes were tried before
-    it (they are undone)."""
+    True if no other feasible node can make room either (``none``: no victims anywhere): it
+    then fails on whatever share of the nodes a scan takes, as a node fails the same whichever
+    failed nodes were tried before it (they are undone)."""
+    if none and not queue_allows(s, t, scope, j):
+        return True
     stamp = new_stamp(s)
     for k in range(found):
         s.node_mark[s.feas[k]] = stamp
@@ -950,7 +953,7 @@ def fails_beyond_scan(s, t, scope, j, found, nn):
         n = s.nlist[k]
         if s.node_mark[n] == stamp or failure_of(s, t, n, SCAN_PREEMPT) != F_OK:
             continue
-        if victims_on(s, t, n, scope, j) >= 0:
+        if room_without_victims(s, t, n, scope, j) if none else victims_on(s, t, n, scope, j) >= 0:
             return False
     return True
 
@@ -984,28 +987,77 @@ def tasks_on_node(s, n, preemptor, scope, j):
     in ``scope`` (SCOPE_QUEUE: other jobs of the queue, SCOPE_JOB: the same job), or for
     reclaim (SCOPE_RECLAIM) the Running preemptable tasks of other, reclaimable queues. Into
     ``s.cand``."""
-    q = s.j_queue[j]
     count = 0
     t = s.node_first[n]
     while t >= 0:
-        other, st = s.t_job[t], s.status[t]
-        oq = s.j_queue[other]
-        if scope == SCOPE_JOB:
-            keep = other == j
-        elif scope == SCOPE_QUEUE:
-            keep = oq == q and other != j
-        else:
-            keep = oq != q and s.q_reclaimable[oq]
-        if scope == SCOPE_RECLAIM:
-            keep = keep and st == RUNNING
-        else:
-            keep = keep and (st == BOUND or st == RUNNING) and (s.t_be[t] or not s.t_be[preemptor])
-        if keep and s.t_preemptable[t]:
+        if candidate(s, t, preemptor, scope, j):
             s.cand[count] = t
             count += 1
         t = s.node_next[t]
     sort_prefix(s.cand, count)
     return count
+
+
+@jit
+def in_scope(s, other, scope, j):
+    """Job ``other``'s tasks may be candidates in ``scope`` for a preemptor of job ``j``."""
+    if scope == SCOPE_JOB:
+        return other == j
+    oq, q = s.j_queue[other], s.j_queue[j]
+    if scope == SCOPE_QUEUE:
+        return oq == q and other != j
+    return oq != q and s.q_reclaimable[oq]
+
+
+@jit
+def candidate(s, t, preemptor, scope, j):
+    """Task ``t``, on a node, is one of the candidates of :func:`tasks_on_node`."""
+    st = s.status[t]
+    if scope == SCOPE_RECLAIM:
+        keep = st == RUNNING
+    else:
+        keep = (st == BOUND or st == RUNNING) and (s.t_be[t] or not s.t_be[preemptor])
+    return keep and s.t_preemptable[t] and in_scope(s, s.t_job[t], scope, j)
+
+
+@jit
+def queue_allows(s, t, scope, j):
+    """preemptorFitsOnNode's Allocatable, the same on every node; reclaim has no such check."""
+    return scope == SCOPE_RECLAIM or allocatable(s, s.j_queue[j], t)
+
+
+@jit
+def no_victims_anywhere(s, t, scope, j):
+    """The vote picks no victim for ``t`` on any node: it is bounded over every candidate of
+    the live jobs (into ``s.cand``). An attempt can then only place the task where it fits as
+    things are (see :func:`room_without_victims`), and the nodes need not be scored."""
+    count = 0
+    for i in range(s.ints[I_LIVE]):
+        other = s.live[i]
+        if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0 or not in_scope(s, other, scope, j):
+            continue
+        for c in range(s.j_lo[other], s.j_lo[other + 1]):
+            if candidate(s, c, t, scope, j):
+                s.cand[count] = c
+                count += 1
+    return picks_none(s, H_RECLAIMABLE if scope == SCOPE_RECLAIM else H_PREEMPTABLE, t, s.cand, count)
+
+
+@jit
+def room_without_victims(s, t, n, scope, j):
+    """With no victims picked, the attempt succeeds on node ``n`` exactly when the task fits
+    FutureIdle (ValidateVictims) and, for preempt, passes the predicates (preemptorFitsOnNode,
+    once its queue is Allocatable: :func:`queue_allows`); for reclaim, the node has a reclaimee."""
+    if not fits_future(s, t, n):
+        return False
+    if scope != SCOPE_RECLAIM:
+        return predicate(s, t, n) == F_OK
+    c = s.node_first[n]
+    while c >= 0:
+        if candidate(s, c, t, scope, j):
+            return True
+        c = s.node_next[c]
+    return False
 
 
 @jit
@@ -1070,26 +1122,50 @@ def preempt_task(s, t, scope):
         pass_over(s, t)  # (a job with nothing placed has no victims of its own: its queue must allow the task)
         return False
     found, nn, every = preempt_candidates(s, t)
-    sort_nodes(s, t, found)
-    for k in range(found):
-        n = s.norder[k]
-        nv = victims_on(s, t, n, scope, j)
-        if nv < 0:
-            continue
-        start = s.ints[I_TOP]
-        victims_heap(s, nv)
-        fits = fits_on_node(s, q, t, n)
-        while s.ints[I_VICTIMS] > 0 and not fits:
-            victim = pop(s, HEAP_VICTIM, 0)
-            evict(s, victim, t)
-            fits = fits_on_node(s, q, t, n)
-        if fits:
+    none = no_victims_anywhere(s, t, scope, j)
+    if none:
+        n = best_room_without_victims(s, t, scope, j, found)
+        if n >= 0:
             pipeline(s, t, n)
             return True
-        discard(s, start)
-    if comparable(s, kind, t) and (every or fails_beyond_scan(s, t, scope, j, found, nn)):
+    else:
+        sort_nodes(s, t, found)
+        for k in range(found):
+            n = s.norder[k]
+            nv = victims_on(s, t, n, scope, j)
+            if nv < 0:
+                continue
+            start = s.ints[I_TOP]
+            victims_heap(s, nv)
+            fits = fits_on_node(s, q, t, n)
+            while s.ints[I_VICTIMS] > 0 and not fits:
+                victim = pop(s, HEAP_VICTIM, 0)
+                evict(s, victim, t)
+                fits = fits_on_node(s, q, t, n)
+            if fits:
+                pipeline(s, t, n)
+                return True
+            discard(s, start)
+    if comparable(s, kind, t) and (every or fails_beyond_scan(s, t, scope, j, found, nn, none)):
         remember_failure(s, kind, t)
     return False
+
+
+@jit
+def best_room_without_victims(s, t, scope, j, found):
+    """The node normalPreempt would pipeline ``t`` on when no victims are picked: the first of
+    the feasible nodes (``s.feas[:found]``) by descending score, ties in scan order, where the
+    task fits (:func:`room_without_victims`); -1 if none."""
+    best, best_score = -1, 0.0
+    if not queue_allows(s, t, scope, j):
+        return best
+    for k in range(found):
+        n = s.feas[k]
+        if room_without_victims(s, t, n, scope, j):
+            score = node_score(s, t, n)
+            if best < 0 or score > best_score:
+                best, best_score = n, score
+    return best
 
 
 @jit
@@ -1144,10 +1220,16 @@ def reclaim_task(s, t, j):
         pass_over(s, t)
         return
     found, nn, every = preempt_candidates(s, t)
+    none = no_victims_anywhere(s, t, SCOPE_RECLAIM, j)
     available = s.vec[5]
     req = s.t_req[t]
     for k in range(found):
         n = s.feas[k]
+        if none:
+            if room_without_victims(s, t, n, SCOPE_RECLAIM, j):
+                pipeline(s, t, n)
+                return
+            continue
         nv = victims_on(s, t, n, SCOPE_RECLAIM, j)
         if nv < 0:
             continue
@@ -1164,7 +1246,7 @@ def reclaim_task(s, t, j):
             continue
         pipeline(s, t, n)
         return
-    if every or fails_beyond_scan(s, t, SCOPE_RECLAIM, j, found, nn):
+    if every or fails_beyond_scan(s, t, SCOPE_RECLAIM, j, found, nn, none):
         remember_failure(s, M_RECLAIM, t)
 
 
