@@ -800,8 +800,7 @@ def allocate_tasks(s, j, now, start):
         else:
             found = scan(s, t, SCAN_ALLOCATE, s.all_nodes, s.all_nodes.size, row)
         if found == 0:
-            if predicates_pass_everywhere(s, t):
-                s.m_books[M_ALLOCATE, s.t_shape[t]] = s.ints[I_BOOKS]
+            remember_fits_nowhere(s, t)
             record_fit_error(s, t, True)
             if need_continue_allocating(s, j):
                 continue
@@ -821,12 +820,20 @@ def allocate_tasks(s, j, now, start):
 
 @jit
 def fit_known_to_fail(s, t):
-    """allocate's scan for a task of ``t``'s request shape found no node in this session and
-    the books have not changed since, so this one finds none either: where a request fits
-    FutureIdle does not depend on the task, nor do the predicates of a class that
-    :func:`predicates_pass_everywhere` (the task's predicate error cache is not read again:
-    its role failed)."""
+    """No node fits a task of ``t``'s request shape (FutureIdle and predicates), as found in
+    this session with the books as they are (:func:`remember_fits_nowhere`), so allocate's scan
+    for ``t`` finds none either: where a request fits does not depend on the task, nor do the
+    predicates of a class that :func:`predicates_pass_everywhere` (the task's predicate error
+    cache is not read again: its role failed)."""
     return s.m_books[M_ALLOCATE, s.t_shape[t]] == s.ints[I_BOOKS] and predicates_pass_everywhere(s, t)
+
+
+@jit
+def remember_fits_nowhere(s, t):
+    """Every node failed ``t`` (FutureIdle or predicates): remember it for the request shape
+    when the task's class fails no node's unresolvable predicates."""
+    if predicates_pass_everywhere(s, t):
+        s.m_books[M_ALLOCATE, s.t_shape[t]] = s.ints[I_BOOKS]
 
 
 @jit
@@ -1121,8 +1128,12 @@ def preempt_task(s, t, scope):
     if failure_known(s, kind, t) or (scope == SCOPE_JOB and comparable(s, kind, t) and not allocatable(s, q, t)):
         pass_over(s, t)  # (a job with nothing placed has no victims of its own: its queue must allow the task)
         return False
-    found, nn, every = preempt_candidates(s, t)
     none = no_victims_anywhere(s, t, scope, j)
+    if none and (not queue_allows(s, t, scope, j) or fit_known_to_fail(s, t)):
+        pass_over(s, t)  # (no victims, and no node where the task fits as things are)
+        remember_failure(s, kind, t)
+        return False
+    found, nn, every = preempt_candidates(s, t)
     if none:
         n = best_room_without_victims(s, t, scope, j, found)
         if n >= 0:
@@ -1148,6 +1159,8 @@ def preempt_task(s, t, scope):
             discard(s, start)
     if comparable(s, kind, t) and (every or fails_beyond_scan(s, t, scope, j, found, nn, none)):
         remember_failure(s, kind, t)
+        if none and not excludes_nodes(s, t):
+            remember_fits_nowhere(s, t)  # (the queue allows the task: no node fits it)
     return False
 
 
