@@ -951,8 +951,6 @@ def fails_beyond_scan(s, t, scope, j, found, nn, none):
     True if no other feasible node can make room either (``none``: no victims anywhere): it
     then fails on whatever share of the nodes a scan takes, as a node fails the same whichever
     failed nodes were tried before it (they are undone)."""
-    if none and not queue_allows(s, t, scope, j):
-        return True
     stamp = new_stamp(s)
     for k in range(found):
         s.node_mark[s.feas[k]] = stamp
@@ -1028,12 +1026,6 @@ def candidate(s, t, preemptor, scope, j):
 
 
 @jit
-def queue_allows(s, t, scope, j):
-    """preemptorFitsOnNode's Allocatable, the same on every node; reclaim has no such check."""
-    return scope == SCOPE_RECLAIM or allocatable(s, s.j_queue[j], t)
-
-
-@jit
 def no_victims_anywhere(s, t, scope, j):
     """The vote picks no victim for ``t`` on any node: it is bounded over every candidate of
     the live jobs (into ``s.cand``). An attempt can then only place the task where it fits as
@@ -1054,7 +1046,7 @@ def no_victims_anywhere(s, t, scope, j):
 def room_without_victims(s, t, n, scope, j):
     """With no victims picked, the attempt succeeds on node ``n`` exactly when the task fits
     FutureIdle (ValidateVictims) and, for preempt, passes the predicates (preemptorFitsOnNode,
-    once its queue is Allocatable: :func:`queue_allows`); for reclaim, the node has a reclaimee."""
+    once its queue is Allocatable, the same on every node); for reclaim, the node has a reclaimee."""
     if not fits_future(s, t, n):
         return False
     if scope != SCOPE_RECLAIM:
@@ -1129,7 +1121,7 @@ def preempt_task(s, t, scope):
         pass_over(s, t)  # (a job with nothing placed has no victims of its own: its queue must allow the task)
         return False
     none = no_victims_anywhere(s, t, scope, j)
-    if none and (not queue_allows(s, t, scope, j) or fit_known_to_fail(s, t)):
+    if none and (not allocatable(s, q, t) or fit_known_to_fail(s, t)):
         pass_over(s, t)  # (no victims, and no node where the task fits as things are)
         remember_failure(s, kind, t)
         return False
@@ -1170,8 +1162,6 @@ def best_room_without_victims(s, t, scope, j, found):
     the feasible nodes (``s.feas[:found]``) by descending score, ties in scan order, where the
     task fits (:func:`room_without_victims`); -1 if none."""
     best, best_score = -1, 0.0
-    if not queue_allows(s, t, scope, j):
-        return best
     for k in range(found):
         n = s.feas[k]
         if room_without_victims(s, t, n, scope, j):
