@@ -42,6 +42,7 @@ from .core_plugins import (
     node_score,
     open_plugins,
     overused,
+    picks_none,
     pop,
     predicate,
     preemptive,
@@ -90,6 +91,7 @@ from .core_state import (
     I_UNRESOLVABLE,
     I_VICTIMS,
     I_WAITING,
+    M_ALLOCATE,
     M_PREEMPT_JOB,
     M_PREEMPT_QUEUE,
     M_RECLAIM,
@@ -121,7 +123,7 @@ from .core_state import (
 MIN_NODES_TO_FIND = 100
 MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
 
-SCOPE_QUEUE, SCOPE_JOB = 0, 1
+SCOPE_QUEUE, SCOPE_JOB, SCOPE_RECLAIM = 0, 1, -1
 
 # -------------------------------------------------------------------------------- statements
 
@@ -798,8 +800,13 @@ def allocate_tasks(s, j, now, start):
             if s.cache_mark[row] != stamp:
                 s.cache_mark[row] = stamp
                 s.cache[row, :] = F_OK
-        found = scan(s, t, SCAN_ALLOCATE, s.all_nodes, s.all_nodes.size, row)
+        if fit_known_to_fail(s, t):
+            s.ints[I_UNRESOLVABLE] = 0  # (the failed scan saw every node and moved the start by all of them)
+            found = 0
+        else:
+            found = scan(s, t, SCAN_ALLOCATE, s.all_nodes, s.all_nodes.size, row)
         if found == 0:
+            remember_fits_nowhere(s, t)
             record_fit_error(s, t, True)
             if need_continue_allocating(s, j):
                 continue
@@ -815,6 +822,24 @@ def allocate_tasks(s, j, now, start):
         return True
     discard(s, start)
     return False
+
+
+@jit
+def fit_known_to_fail(s, t):
+    """No node fits a task of ``t``'s request shape (FutureIdle and predicates), as found in
+    this session with the books as they are (:func:`remember_fits_nowhere`), so allocate's scan
+    for ``t`` finds none either: where a request fits does not depend on the task, nor do the
+    predicates of a class that :func:`predicates_pass_everywhere` (the task's predicate error
+    cache is not read again: its role failed)."""
+    return s.m_books[M_ALLOCATE, s.t_shape[t]] == s.ints[I_BOOKS] and predicates_pass_everywhere(s, t)
+
+
+@jit
+def remember_fits_nowhere(s, t):
+    """Every node failed ``t`` (FutureIdle or predicates): remember it for the request shape
+    when the task's class fails no node's unresolvable predicates."""
+    if predicates_pass_everywhere(s, t):
+        s.m_books[M_ALLOCATE, s.t_shape[t]] = s.ints[I_BOOKS]
 
 
 @jit
@@ -908,10 +933,10 @@ def comparable(s, kind, t):
 
 @jit
 def preempt_candidates(s, t):
-    """FilterOutUnschedulableAndUnresolvableNodesForTask, then the preempt predicate scan;
-    the feasible nodes are in ``s.feas``. Returns their count and whether they are all the
-    feasible nodes (the scan did not stop at its share of the nodes, so where it started from
-    does not matter)."""
+    """FilterOutUnschedulableAndUnresolvableNodesForTask, then the preempt predicate scan of
+    the nodes left (``s.nlist``); the feasible nodes are in ``s.feas``. Returns their count, the
+    count of nodes left and whether the feasible nodes are all there (the scan did not stop at
+    its share of the nodes, so where it started from does not matter)."""
     nn = 0
     stamp = new_stamp(s)
     if s.fit[t]:
@@ -923,14 +948,39 @@ def preempt_candidates(s, t):
             nn += 1
     found = scan(s, t, SCAN_PREEMPT, s.nlist, nn, -1)
     wanted = nodes_to_find(nn)
-    return found, found < wanted or wanted == nn
+    return found, nn, found < wanted or wanted == nn
+
+
+@jit
+def fails_beyond_scan(s, t, scope, j, found, nn, none):
+    """An attempt failed on the ``found`` nodes its scan of ``s.nlist[:nn]`` kept (``s.feas``);
+    True if no other feasible node can make room either (``none``: no victims anywhere): it
+    then fails on whatever share of the nodes a scan takes, as a node fails the same whichever
+    failed nodes were tried before it (they are undone)."""
+    stamp = new_stamp(s)
+    for k in range(found):
+        s.node_mark[s.feas[k]] = stamp
+    for k in range(nn):
+        n = s.nlist[k]
+        if s.node_mark[n] == stamp or failure_of(s, t, n, SCAN_PREEMPT) != F_OK:
+            continue
+        if room_without_victims(s, t, n, scope, j) if none else victims_on(s, t, n, scope, j) >= 0:
+            return False
+    return True
+
+
+@jit
+def predicates_pass_everywhere(s, t):
+    """The task's class fails no node's unresolvable predicates (node unschedulable, selector,
+    affinity, taints); the pod limit is the only predicate left, and it reads the node alone."""
+    return s.class_clean[s.t_class[t]] or not s.hook_len[H_PREDICATE]
 
 
 @jit
 def pass_over(s, t):
     """An attempt known to fail is not made, but its node scan moves the rotating start as
     it would: when the task's predicates pass every node, without looking at them."""
-    if excludes_nodes(s, t) or not (s.class_clean[s.t_class[t]] or not s.hook_len[H_PREDICATE]):
+    if excludes_nodes(s, t) or not predicates_pass_everywhere(s, t):
         preempt_candidates(s, t)
         return
     nn = s.all_nodes.size
@@ -946,30 +996,73 @@ def pass_over(s, t):
 def tasks_on_node(s, n, preemptor, scope, j):
     """The candidates on node ``n`` (NodeInfo.Tasks, by task index): preempt's eligible victims
     in ``scope`` (SCOPE_QUEUE: other jobs of the queue, SCOPE_JOB: the same job), or for
-    reclaim (scope -1) the Running preemptable tasks of other, reclaimable queues. Into
+    reclaim (SCOPE_RECLAIM) the Running preemptable tasks of other, reclaimable queues. Into
     ``s.cand``."""
-    q = s.j_queue[j]
     count = 0
     t = s.node_first[n]
     while t >= 0:
-        other, st = s.t_job[t], s.status[t]
-        oq = s.j_queue[other]
-        if scope == SCOPE_JOB:
-            keep = other == j
-        elif scope == SCOPE_QUEUE:
-            keep = oq == q and other != j
-        else:
-            keep = oq != q and s.q_reclaimable[oq]
-        if scope < 0:
-            keep = keep and st == RUNNING
-        else:
-            keep = keep and (st == BOUND or st == RUNNING) and (s.t_be[t] or not s.t_be[preemptor])
-        if keep and s.t_preemptable[t]:
+        if candidate(s, t, preemptor, scope, j):
             s.cand[count] = t
             count += 1
         t = s.node_next[t]
     sort_prefix(s.cand, count)
     return count
+
+
+@jit
+def in_scope(s, other, scope, j):
+    """Job ``other``'s tasks may be candidates in ``scope`` for a preemptor of job ``j``."""
+    if scope == SCOPE_JOB:
+        return other == j
+    oq, q = s.j_queue[other], s.j_queue[j]
+    if scope == SCOPE_QUEUE:
+        return oq == q and other != j
+    return oq != q and s.q_reclaimable[oq]
+
+
+@jit
+def candidate(s, t, preemptor, scope, j):
+    """Task ``t``, on a node, is one of the candidates of :func:`tasks_on_node`."""
+    st = s.status[t]
+    if scope == SCOPE_RECLAIM:
+        keep = st == RUNNING
+    else:
+        keep = (st == BOUND or st == RUNNING) and (s.t_be[t] or not s.t_be[preemptor])
+    return keep and s.t_preemptable[t] and in_scope(s, s.t_job[t], scope, j)
+
+
+@jit
+def no_victims_anywhere(s, t, scope, j):
+    """The vote picks no victim for ``t`` on any node: it is bounded over every candidate of
+    the live jobs (into ``s.cand``). An attempt can then only place the task where it fits as
+    things are (see :func:`room_without_victims`), and the nodes need not be scored."""
+    count = 0
+    for i in range(s.ints[I_LIVE]):
+        other = s.live[i]
+        if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0 or not in_scope(s, other, scope, j):
+            continue
+        for c in range(s.j_lo[other], s.j_lo[other + 1]):
+            if candidate(s, c, t, scope, j):
+                s.cand[count] = c
+                count += 1
+    return picks_none(s, H_RECLAIMABLE if scope == SCOPE_RECLAIM else H_PREEMPTABLE, t, s.cand, count)
+
+
+@jit
+def room_without_victims(s, t, n, scope, j):
+    """With no victims picked, the attempt succeeds on node ``n`` exactly when the task fits
+    FutureIdle (ValidateVictims) and, for preempt, passes the predicates (preemptorFitsOnNode,
+    once its queue is Allocatable, the same on every node); for reclaim, the node has a reclaimee."""
+    if not fits_future(s, t, n):
+        return False
+    if scope != SCOPE_RECLAIM:
+        return predicate(s, t, n) == F_OK
+    c = s.node_first[n]
+    while c >= 0:
+        if candidate(s, c, t, scope, j):
+            return True
+        c = s.node_next[c]
+    return False
 
 
 @jit
@@ -1004,6 +1097,18 @@ def victims_heap(s, nv):
 
 
 @jit
+def victims_on(s, t, n, scope, j):
+    """The victims the vote picks on node ``n`` (into ``s.vic``; returns their count) when
+    they, with FutureIdle, make room for ``t`` (util.ValidateVictims); else -1. Reclaim
+    (SCOPE_RECLAIM) passes over a node without reclaimees."""
+    nc = tasks_on_node(s, n, t, scope, j)
+    if (scope == SCOPE_RECLAIM and nc == 0) or no_victims_room(s, t, n, nc):
+        return -1
+    nv = victims_of(s, H_RECLAIMABLE if scope == SCOPE_RECLAIM else H_PREEMPTABLE, t, s.cand, nc)
+    return nv if victims_room(s, t, n, s.vic, nv) else -1
+
+
+@jit
 def fits_on_node(s, q, t, n):
     """preemptorFitsOnNode: Allocatable, FutureIdle fit, PredicateFn."""
     return allocatable(s, q, t) and fits_future(s, t, n) and predicate(s, t, n) == F_OK
@@ -1021,30 +1126,55 @@ def preempt_task(s, t, scope):
     if failure_known(s, kind, t) or (scope == SCOPE_JOB and comparable(s, kind, t) and not allocatable(s, q, t)):
         pass_over(s, t)  # (a job with nothing placed has no victims of its own: its queue must allow the task)
         return False
-    found, every = preempt_candidates(s, t)
-    sort_nodes(s, t, found)
-    for k in range(found):
-        n = s.norder[k]
-        nc = tasks_on_node(s, n, t, scope, j)
-        if no_victims_room(s, t, n, nc):
-            continue
-        nv = victims_of(s, H_PREEMPTABLE, t, s.cand, nc)
-        if not victims_room(s, t, n, s.vic, nv):
-            continue
-        start = s.ints[I_TOP]
-        victims_heap(s, nv)
-        fits = fits_on_node(s, q, t, n)
-        while s.ints[I_VICTIMS] > 0 and not fits:
-            victim = pop(s, HEAP_VICTIM, 0)
-            evict(s, victim, t)
-            fits = fits_on_node(s, q, t, n)
-        if fits:
+    none = no_victims_anywhere(s, t, scope, j)
+    if none and (not allocatable(s, q, t) or fit_known_to_fail(s, t)):
+        pass_over(s, t)  # (no victims, and no node where the task fits as things are)
+        remember_failure(s, kind, t)
+        return False
+    found, nn, every = preempt_candidates(s, t)
+    if none:
+        n = best_room_without_victims(s, t, scope, j, found)
+        if n >= 0:
             pipeline(s, t, n)
             return True
-        discard(s, start)
-    if every:
+    else:
+        sort_nodes(s, t, found)
+        for k in range(found):
+            n = s.norder[k]
+            nv = victims_on(s, t, n, scope, j)
+            if nv < 0:
+                continue
+            start = s.ints[I_TOP]
+            victims_heap(s, nv)
+            fits = fits_on_node(s, q, t, n)
+            while s.ints[I_VICTIMS] > 0 and not fits:
+                victim = pop(s, HEAP_VICTIM, 0)
+                evict(s, victim, t)
+                fits = fits_on_node(s, q, t, n)
+            if fits:
+                pipeline(s, t, n)
+                return True
+            discard(s, start)
+    if comparable(s, kind, t) and (every or fails_beyond_scan(s, t, scope, j, found, nn, none)):
         remember_failure(s, kind, t)
+        if none and not excludes_nodes(s, t):
+            remember_fits_nowhere(s, t)  # (the queue allows the task: no node fits it)
     return False
+
+
+@jit
+def best_room_without_victims(s, t, scope, j, found):
+    """The node normalPreempt would pipeline ``t`` on when no victims are picked: the first of
+    the feasible nodes (``s.feas[:found]``) by descending score, ties in scan order, where the
+    task fits (:func:`room_without_victims`); -1 if none."""
+    best, best_score = -1, 0.0
+    for k in range(found):
+        n = s.feas[k]
+        if room_without_victims(s, t, n, scope, j):
+            score = node_score(s, t, n)
+            if best < 0 or score > best_score:
+                best, best_score = n, score
+    return best
 
 
 @jit
@@ -1098,16 +1228,19 @@ def reclaim_task(s, t, j):
     if failure_known(s, M_RECLAIM, t):
         pass_over(s, t)
         return
-    found, every = preempt_candidates(s, t)
+    found, nn, every = preempt_candidates(s, t)
+    none = no_victims_anywhere(s, t, SCOPE_RECLAIM, j)
     available = s.vec[5]
     req = s.t_req[t]
     for k in range(found):
         n = s.feas[k]
-        nc = tasks_on_node(s, n, t, -1, j)
-        if nc == 0 or no_victims_room(s, t, n, nc):
+        if none:
+            if room_without_victims(s, t, n, SCOPE_RECLAIM, j):
+                pipeline(s, t, n)
+                return
             continue
-        nv = victims_of(s, H_RECLAIMABLE, t, s.cand, nc)
-        if not victims_room(s, t, n, s.vic, nv):
+        nv = victims_on(s, t, n, SCOPE_RECLAIM, j)
+        if nv < 0:
             continue
         victims_heap(s, nv)
         future_idle(s, n, available)
@@ -1122,7 +1255,7 @@ def reclaim_task(s, t, j):
             continue
         pipeline(s, t, n)
         return
-    if every:
+    if every or fails_beyond_scan(s, t, SCOPE_RECLAIM, j, found, nn, none):
         remember_failure(s, M_RECLAIM, t)
 
 

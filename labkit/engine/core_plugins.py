@@ -485,11 +485,7 @@ def plugin_victims(s, e, preemptor, cand, nc):
                 out[count] = cand[i]
                 count += 1
     elif kind == DRF:
-        mine = s.vec[6]
-        drf_touch(s, pj)
-        copy_row(mine, s.d_alloc[pj])
-        add_row(mine, s.t_req[preemptor], 1)
-        ls = dominant_share(mine, s.total)
+        ls = drf_preemptor_share(s, preemptor)
         stamp = new_stamp(s)
         for i in range(nc):
             t = cand[i]
@@ -518,6 +514,66 @@ def plugin_victims(s, e, preemptor, cand, nc):
     else:
         count = capacity_victims(s, preemptor, cand, nc)
     return count, PERMIT
+
+
+@jit
+def drf_preemptor_share(s, preemptor):
+    """drf Preemptable: the share of the preemptor's job with the preemptor placed."""
+    mine = s.vec[6]
+    pj = s.t_job[preemptor]
+    drf_touch(s, pj)
+    copy_row(mine, s.d_alloc[pj])
+    add_row(mine, s.t_req[preemptor], 1)
+    return dominant_share(mine, s.total)
+
+
+@jit
+def may_pick(s, e, preemptor, t, ls):
+    """Plugin ``e`` might pick candidate ``t`` for ``preemptor``, whatever other candidates its
+    node has (``ls``: drf's share of the preemptor's job). Exact for priority, gang (the job
+    has more ready pods than minAvailable), drf (the share left after the job's first eviction
+    on a node is the largest, later ones only lower it) and proportion (the queue is above its
+    deserved before any eviction); conformance and capacity are taken to pick."""
+    kind = s.p_kind[e]
+    j, pj = s.t_job[t], s.t_job[preemptor]
+    if kind == PRIORITY:
+        return (s.j_prio[j] < s.j_prio[pj]) if j != pj else (s.t_prio[t] < s.t_prio[preemptor])
+    if kind == GANG:
+        return ready(s, j) > s.j_min[j]
+    if kind == DRF:
+        left = s.vec[7]
+        drf_touch(s, j)
+        copy_row(left, s.d_alloc[j])
+        add_row(left, s.t_req[t], -1)
+        rs = dominant_share(left, s.total)
+        return ls < rs or abs(ls - rs) <= SHARE_DELTA
+    if kind == PROPORTION:
+        q = s.j_queue[j]
+        return s.a_has[q] and not less_equal(s.a_alloc[SLOT_PROPORTION, q], s.a_des[SLOT_PROPORTION, q])
+    return True
+
+
+@jit
+def picks_none(s, hook, preemptor, cand, nc):
+    """Preemptable / Reclaimable (``hook``) picks no victim on any node whose candidates are
+    among ``cand[:nc]``: in every tier a plugin picks none of them, which leaves the tier
+    undecided (see :func:`victims_of`)."""
+    ls = drf_preemptor_share(s, preemptor) if s.of_kind[DRF] >= 0 else 0.0
+    tier, none = -1, True
+    for i in range(s.hook_len[hook]):
+        e = s.hooks[hook, i]
+        if s.p_tier[e] != tier:
+            if not none:
+                return False
+            tier, none = s.p_tier[e], False
+        if none:
+            continue
+        none = True
+        for k in range(nc):
+            if may_pick(s, e, preemptor, cand[k], ls):
+                none = False
+                break
+    return none
 
 
 @jit

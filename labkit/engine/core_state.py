@@ -138,9 +138,9 @@ EI_KIND, EI_JOB, EI_TASK, EI_NODE, EI_MSG, EI_A, EI_B = range(7)
 N_INTS = 32
 
 # Attempts whose failures a session remembers (``s.m_*`` first index): preempt within a queue,
-# preempt within a job, reclaim
-M_PREEMPT_QUEUE, M_PREEMPT_JOB, M_RECLAIM = range(3)
-N_MEMO = 3
+# preempt within a job, reclaim, allocate's node scan
+M_PREEMPT_QUEUE, M_PREEMPT_JOB, M_RECLAIM, M_ALLOCATE = range(4)
+N_MEMO = 4
 
 
 class CoreState(types.Type):
