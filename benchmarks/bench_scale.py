@@ -152,7 +152,7 @@ def synthetic(jobs: int, gpus: int, tenants: int = 4, load: float = 0.8,
                        "weights": [w for w, one in zip(WEIGHTS, single) if one == one_pod]},
               "duration": {"distribution": "lognormal", "median": median, "sigma": sigma, "max": cap},
               **({} if one_pod else {"preemptible": gangs_preemptible})}
-             for name in names for part, one_pod, fraction, count in parts]
+             for name in names for part, one_pod, fraction, count in parts if count]
     return spec.validate({
         "name": f"synthetic-{jobs}",
         "cluster": traces.cluster(gpus),
