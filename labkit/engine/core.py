@@ -87,6 +87,7 @@ from .problem import (
     CPU,
     GPU,
     MEMORY,
+    PODS,
     Action,
     Arg,
     Ext,
@@ -452,7 +453,11 @@ def mutable_arrays(st: dict, scale: float) -> dict:
              "P": len(st["pair_min"]), "M": int(np.diff(st["j_pair"]).max()) if n_jobs else 1,
              "S": N_STATUS, "X": N_INTS, "F": N_MEMO, "W": int(st["j_mshape"].max()) + 1 if n_jobs else 1,
              "Z": int(st["t_shape"].max()) + 1 if n_tasks else 1}
-    grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks), ("K", n_tasks), ("U", n_nodes))
+    # pod runs: one per pod, and room for as many more as can run at once, which the clock's check
+    # before a session counts again (``core_clock.room_for_session``), so a run without restarts
+    # never grows its buffers near its end
+    running = int(min(n_tasks, float(st["node_alloc"][:, PODS].sum())))
+    grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks), ("K", n_tasks + running), ("U", n_nodes))
     for name, size in grown:
         sizes[name] = max(8, int(scale * (size + 64)))
     arrays = fresh(MUTABLE, sizes)
