@@ -494,8 +494,7 @@ def plugin_victims(s, e, preemptor, cand, nc):
                 drf_touch(s, j)
                 copy_row(s.rem[j], s.d_alloc[j])
             add_row(s.rem[j], s.t_req[t], -1)
-            rs = dominant_share(s.rem[j], s.total)
-            if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+            if drf_allows(ls, dominant_share(s.rem[j], s.total)):
                 out[count] = t
                 count += 1
     elif kind == PROPORTION:
@@ -514,6 +513,12 @@ def plugin_victims(s, e, preemptor, cand, nc):
     else:
         count = capacity_victims(s, preemptor, cand, nc)
     return count, PERMIT
+
+
+@jit
+def drf_allows(ls, rs):
+    """drf Preemptable: a victim whose job keeps share ``rs`` against the preemptor's ``ls``."""
+    return ls < rs or abs(ls - rs) <= SHARE_DELTA
 
 
 @jit
@@ -545,8 +550,7 @@ def may_pick(s, e, preemptor, t, ls):
         drf_touch(s, j)
         copy_row(left, s.d_alloc[j])
         add_row(left, s.t_req[t], -1)
-        rs = dominant_share(left, s.total)
-        return ls < rs or abs(ls - rs) <= SHARE_DELTA
+        return drf_allows(ls, dominant_share(left, s.total))
     if kind == PROPORTION:
         q = s.j_queue[j]
         return s.a_has[q] and not less_equal(s.a_alloc[SLOT_PROPORTION, q], s.a_des[SLOT_PROPORTION, q])
