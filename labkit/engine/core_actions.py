@@ -1229,7 +1229,9 @@ def reclaim_task(s, t, j):
         pass_over(s, t)
         return
     found, nn, every = preempt_candidates(s, t)
-    none = no_victims_anywhere(s, t, SCOPE_RECLAIM, j)
+    # the vote's bound is read by the node loop and by fails_beyond_scan, neither of which runs
+    # when the scan found no node and saw them all
+    none = (found > 0 or not every) and no_victims_anywhere(s, t, SCOPE_RECLAIM, j)
     available = s.vec[5]
     req = s.t_req[t]
     for k in range(found):
