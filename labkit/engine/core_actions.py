@@ -31,6 +31,9 @@ from .core_plugins import (
     HEAP_TASK,
     HEAP_VICTIM,
     allocatable,
+    bound_add,
+    bound_clear,
+    bound_merge,
     drf_touch,
     fire,
     first_touch,
@@ -1034,18 +1037,52 @@ def candidate(s, t, preemptor, scope, j):
 @jit
 def no_victims_anywhere(s, t, scope, j):
     """The vote picks no victim for ``t`` on any node: it is bounded over every candidate of
-    the live jobs (into ``s.cand``). An attempt can then only place the task where it fits as
-    things are (see :func:`room_without_victims`), and the nodes need not be scored."""
-    count = 0
+    the live jobs (:func:`core_plugins.picks_none`). An attempt can then only place the task
+    where it fits as things are (see :func:`room_without_victims`), and the nodes need not be
+    scored. Reclaim's candidates, and preempt's within a queue for a preemptor that is not
+    best-effort and has nothing placed, are bounded per queue (:func:`queue_bounds`)."""
+    b = s.vb
+    bound_clear(b)
+    if scope == SCOPE_RECLAIM:
+        bounds = queue_bounds(s, 1)
+        for oq in range(bounds.shape[0]):
+            if oq != s.j_queue[j] and s.q_reclaimable[oq]:
+                bound_merge(b, bounds[oq])
+        return picks_none(s, H_RECLAIMABLE, t, b)
+    if scope == SCOPE_QUEUE and not s.t_be[t] and s.j_cnt[j, RUNNING] + s.j_cnt[j, BOUND] == 0:
+        bound_merge(b, queue_bounds(s, 0)[s.j_queue[j]])
+        return picks_none(s, H_PREEMPTABLE, t, b)
     for i in range(s.ints[I_LIVE]):
         other = s.live[i]
         if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0 or not in_scope(s, other, scope, j):
             continue
         for c in range(s.j_lo[other], s.j_lo[other + 1]):
             if candidate(s, c, t, scope, j):
-                s.cand[count] = c
-                count += 1
-    return picks_none(s, H_RECLAIMABLE if scope == SCOPE_RECLAIM else H_PREEMPTABLE, t, s.cand, count)
+                bound_add(s, b, t, c)
+    return picks_none(s, H_PREEMPTABLE, t, b)
+
+
+@jit
+def queue_bounds(s, kind):
+    """The bound over each queue's candidates (rows of ``s.nv_bound[kind]``) for preempt (kind
+    0: Bound or Running) or reclaim (1: Running), preemptable tasks of the live jobs; made again
+    only when the books changed since (``s.nv_books``)."""
+    bounds = s.nv_bound[kind]
+    if s.nv_books[kind] == s.ints[I_BOOKS]:
+        return bounds
+    for q in range(bounds.shape[0]):
+        bound_clear(bounds[q])
+    for i in range(s.ints[I_LIVE]):
+        other = s.live[i]
+        if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0:
+            continue
+        row = bounds[s.j_queue[other]]
+        for c in range(s.j_lo[other], s.j_lo[other + 1]):
+            st = s.status[c]
+            if s.t_preemptable[c] and (st == RUNNING or (kind == 0 and st == BOUND)):
+                bound_add(s, row, -1, c)
+    s.nv_books[kind] = s.ints[I_BOOKS]
+    return bounds
 
 
 @jit

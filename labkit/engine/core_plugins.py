@@ -532,35 +532,75 @@ def drf_preemptor_share(s, preemptor):
     return dominant_share(mine, s.total)
 
 
+# A bound over candidate victims (a row of 5 floats): how many there are; the lowest priority
+# of their jobs (-inf when one is a lower-priority task of the preemptor's own job); whether a
+# job has more ready pods than minAvailable (1.0); the largest drf share a job keeps after losing
+# one of them; whether a queue is above its proportion deserved (1.0).
+B_COUNT, B_PRIORITY, B_GANG, B_DRF, B_PROPORTION = range(5)
+
+
 @jit
-def may_pick(s, e, preemptor, t, ls):
-    """Plugin ``e`` might pick candidate ``t`` for ``preemptor``, whatever other candidates its
-    node has (``ls``: drf's share of the preemptor's job). Exact for priority, gang (the job
-    has more ready pods than minAvailable), drf (the share left after the job's first eviction
-    on a node is the largest, later ones only lower it) and proportion (the queue is above its
-    deserved before any eviction); conformance and capacity are taken to pick."""
-    kind = s.p_kind[e]
-    j, pj = s.t_job[t], s.t_job[preemptor]
-    if kind == PRIORITY:
-        return (s.j_prio[j] < s.j_prio[pj]) if j != pj else (s.t_prio[t] < s.t_prio[preemptor])
-    if kind == GANG:
-        return ready(s, j) > s.j_min[j]
-    if kind == DRF:
+def bound_clear(b):
+    b[B_COUNT], b[B_PRIORITY], b[B_GANG], b[B_DRF], b[B_PROPORTION] = 0.0, math.inf, 0.0, -math.inf, 0.0
+
+
+@jit
+def bound_add(s, b, preemptor, t):
+    """Candidate ``t`` into bound ``b`` (``preemptor`` -1: one of no job's)."""
+    j = s.t_job[t]
+    b[B_COUNT] += 1.0
+    if preemptor >= 0 and j == s.t_job[preemptor]:
+        if s.t_prio[t] < s.t_prio[preemptor]:
+            b[B_PRIORITY] = -math.inf
+    else:
+        b[B_PRIORITY] = min(b[B_PRIORITY], float(s.j_prio[j]))
+    if ready(s, j) > s.j_min[j]:
+        b[B_GANG] = 1.0
+    if s.of_kind[DRF] >= 0:
         left = s.vec[7]
         drf_touch(s, j)
         copy_row(left, s.d_alloc[j])
         add_row(left, s.t_req[t], -1)
-        return drf_allows(ls, dominant_share(left, s.total))
+        b[B_DRF] = max(b[B_DRF], dominant_share(left, s.total))
+    q = s.j_queue[j]
+    if s.a_has[q] and not less_equal(s.a_alloc[SLOT_PROPORTION, q], s.a_des[SLOT_PROPORTION, q]):
+        b[B_PROPORTION] = 1.0
+
+
+@jit
+def bound_merge(b, other):
+    b[B_COUNT] += other[B_COUNT]
+    b[B_PRIORITY] = min(b[B_PRIORITY], other[B_PRIORITY])
+    for k in (B_GANG, B_DRF, B_PROPORTION):
+        b[k] = max(b[k], other[k])
+
+
+@jit
+def may_pick(s, e, preemptor, b, ls):
+    """Plugin ``e`` might pick one of the candidates in bound ``b`` for ``preemptor``, whatever
+    other candidates its node has (``ls``: drf's share of the preemptor's job). Exact for
+    priority, gang, drf (the share left after the job's first eviction on a node is the largest,
+    later ones only lower it, and drf_allows holds for a share if it holds for a smaller one)
+    and proportion (the queue is above its deserved before any eviction); conformance and
+    capacity are taken to pick."""
+    if b[B_COUNT] == 0.0:
+        return False
+    kind = s.p_kind[e]
+    if kind == PRIORITY:
+        return b[B_PRIORITY] < float(s.j_prio[s.t_job[preemptor]])
+    if kind == GANG:
+        return b[B_GANG] > 0.0
+    if kind == DRF:
+        return drf_allows(ls, b[B_DRF])
     if kind == PROPORTION:
-        q = s.j_queue[j]
-        return s.a_has[q] and not less_equal(s.a_alloc[SLOT_PROPORTION, q], s.a_des[SLOT_PROPORTION, q])
+        return b[B_PROPORTION] > 0.0
     return True
 
 
 @jit
-def picks_none(s, hook, preemptor, cand, nc):
+def picks_none(s, hook, preemptor, b):
     """Preemptable / Reclaimable (``hook``) picks no victim on any node whose candidates are
-    among ``cand[:nc]``: in every tier a plugin picks none of them, which leaves the tier
+    within bound ``b``: in every tier a plugin picks none of them, which leaves the tier
     undecided (see :func:`victims_of`)."""
     ls = drf_preemptor_share(s, preemptor) if s.of_kind[DRF] >= 0 else 0.0
     tier, none = -1, True
@@ -570,13 +610,8 @@ def picks_none(s, hook, preemptor, cand, nc):
             if not none:
                 return False
             tier, none = s.p_tier[e], False
-        if none:
-            continue
-        none = True
-        for k in range(nc):
-            if may_pick(s, e, preemptor, cand[k], ls):
-                none = False
-                break
+        if not none:
+            none = not may_pick(s, e, preemptor, b, ls)
     return none
 
 
