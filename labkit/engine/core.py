@@ -177,7 +177,7 @@ MUTABLE = {
     # the Pending PodGroups per queue in enqueue's order (core_actions.update_waiting)
     "w_job": ("J", -1, I), "w_n": ("Q W", 0, I), "w_in": ("J", False, B), "w_impure": ("J", False, B),
     "w_head": ("W", 0, I), "w_shapes": ("W", 0, I),
-    "act": ("J", 0, I), "act_in": ("J", False, B), "w_new": ("J", 0, I), "acting": ("J", 0, I),
+    "act": ("J", 0, I), "act_in": ("J", False, B),
     # failed preempt / reclaim attempts per request shape (core_actions.failure_known)
     "m_books": ("F Z", -1, I), "m_key": ("F Z 5", -1, I),
     # bounds over the candidate victims per queue, and the books they were made at (core_actions.queue_bounds)

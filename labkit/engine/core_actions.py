@@ -78,7 +78,6 @@ from .core_state import (
     I_BOOKS,
     I_CANDIDATES,
     I_CLOSED,
-    I_ENQUEUED,
     I_EVICTS,
     I_FIT_POOL,
     I_FIT_TASKS,
@@ -502,27 +501,6 @@ def waiting_apart(s):
 
 
 @jit
-def session_jobs(s):
-    """The live jobs preempt and reclaim look at, by index: all of them; or, with the Pending
-    PodGroups apart, the active ones and those enqueue admitted in this session (a PodGroup
-    still Pending has no pods, so these actions pass it over)."""
-    if not waiting_apart(s):
-        return s.live, s.ints[I_LIVE]
-    n_new, n_act = s.ints[I_ENQUEUED], s.ints[I_ACTIVE]
-    sort_prefix(s.w_new, n_new)
-    a, b, n = 0, 0, 0
-    while a < n_act or b < n_new:
-        if b == n_new or (a < n_act and s.act[a] < s.w_new[b]):
-            s.acting[n] = s.act[a]
-            a += 1
-        else:
-            s.acting[n] = s.w_new[b]
-            b += 1
-        n += 1
-    return s.acting, n
-
-
-@jit
 def open_session(s):
     """OpenSession on the live jobs: the queues with jobs in order of their first job, room per
     queue in the job heaps, the jobs an action may act on (``s.candidates``: Pending PodGroups
@@ -557,7 +535,6 @@ def open_session(s):
                 s.candidates[n_candidates] = j
                 n_candidates += 1
                 n_waiting += waiting
-    s.ints[I_ENQUEUED] = 0
     s.ints[I_CANDIDATES] = n_candidates
     s.ints[I_WAITING] = n_waiting
     s.ints[I_FIT_POOL] = 0
@@ -728,8 +705,6 @@ def enqueue_queue(s, q, now):
             if not s.j_has_minres[j] or vote(s, H_JOB_ENQUEUEABLE, j, now):
                 job_enqueued(s, j)
                 set_session_phase(s, j, PH_INQUEUE)
-                s.w_new[s.ints[I_ENQUEUED]] = j
-                s.ints[I_ENQUEUED] += 1
             else:
                 dropped = True
         if dropped:
@@ -1052,6 +1027,11 @@ def no_victims_anywhere(s, t, scope, j):
     if scope == SCOPE_QUEUE and not s.t_be[t] and s.j_cnt[j, RUNNING] + s.j_cnt[j, BOUND] == 0:
         bound_merge(b, queue_bounds(s, 0)[s.j_queue[j]])
         return picks_none(s, H_PREEMPTABLE, t, b)
+    if scope == SCOPE_JOB:
+        for c in range(s.j_lo[j], s.j_lo[j + 1]):
+            if candidate(s, c, t, scope, j):
+                bound_add(s, b, t, c)
+        return picks_none(s, H_PREEMPTABLE, t, b)
     for i in range(s.ints[I_LIVE]):
         other = s.live[i]
         if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0 or not in_scope(s, other, scope, j):
@@ -1218,12 +1198,13 @@ def best_room_without_victims(s, t, scope, j, found):
 def preempt(s, now):
     """preempt: starving jobs take room from other jobs of their queue (one statement per job,
     committed if the job is then pipelined); then pending tasks of those jobs from running
-    lower-priority tasks of their own job."""
+    lower-priority tasks of their own job. Only the session's candidates can have a pending
+    task (a session creates none); any other starving job would enter a heap and leave it with
+    nothing tried."""
     start_action(s, PREEMPT)
     n_queues = 0
-    jobs, n_jobs = session_jobs(s)
-    for i in range(n_jobs):
-        j = jobs[i]
+    for i in range(s.ints[I_CANDIDATES]):
+        j = s.candidates[i]
         if is_pending(session_phase(s, j)) or not job_valid(s, j) or not job_starving(s, j):
             continue
         q = s.j_queue[j]
@@ -1301,11 +1282,11 @@ def reclaim_task(s, t, j):
 @jit
 def reclaim(s, now):
     """reclaim: queues by QueueOrderFn (Overused skipped); each starving job takes room for its
-    pending tasks from other, reclaimable queues; committed if the job is then pipelined."""
+    pending tasks from other, reclaimable queues; committed if the job is then pipelined (of
+    the live jobs, the session's candidates, as in preempt)."""
     start_action(s, RECLAIM)
-    jobs, n_jobs = session_jobs(s)
-    for i in range(n_jobs):
-        j = jobs[i]
+    for i in range(s.ints[I_CANDIDATES]):
+        j = s.candidates[i]
         if is_pending(session_phase(s, j)) or not job_valid(s, j):
             continue
         q = s.j_queue[j]
