@@ -279,7 +279,8 @@ def contribute(s, j, sign):
 def touch(s, j):
     """Something about job ``j`` changed: its PodGroup phase is recomputed at the next session
     close (``s.to_close``) and whether its work starts at the next session end (``s.to_start``);
-    for the others nothing changed since, so neither can change."""
+    for the others nothing changed since, so neither can change. The job's version counts up."""
+    s.j_ver[j] += 1
     if not s.close_mark[j]:
         s.close_mark[j] = True
         s.to_close[s.ints[I_TO_CLOSE]] = j

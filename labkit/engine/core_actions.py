@@ -26,6 +26,8 @@ from .core_account import (
     set_status,
 )
 from .core_plugins import (
+    B_COUNT,
+    B_PROPORTION,
     HEAP_JOB,
     HEAP_QUEUE,
     HEAP_TASK,
@@ -117,6 +119,7 @@ from .core_state import (
     SCAN_ALLOCATE,
     SCAN_PREDICATE,
     SCAN_PREEMPT,
+    SLOT_PROPORTION,
     SUCCEEDED,
     inlined,
     jit,
@@ -1046,7 +1049,8 @@ def no_victims_anywhere(s, t, scope, j):
 def queue_bounds(s, kind):
     """The bound over each queue's candidates (rows of ``s.nv_bound[kind]``) for preempt (kind
     0: Bound or Running) or reclaim (1: Running), preemptable tasks of the live jobs; made again
-    only when the books changed since (``s.nv_books``)."""
+    only when the books changed since (``s.nv_books``), from each job's own bound
+    (:func:`job_bounds`)."""
     bounds = s.nv_bound[kind]
     if s.nv_books[kind] == s.ints[I_BOOKS]:
         return bounds
@@ -1056,13 +1060,36 @@ def queue_bounds(s, kind):
         other = s.live[i]
         if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0:
             continue
-        row = bounds[s.j_queue[other]]
-        for c in range(s.j_lo[other], s.j_lo[other + 1]):
-            st = s.status[c]
-            if s.t_preemptable[c] and (st == RUNNING or (kind == 0 and st == BOUND)):
-                bound_add(s, row, -1, c)
+        bound_merge(bounds[s.j_queue[other]], job_bounds(s, other)[kind])
+    for q in range(bounds.shape[0]):
+        if bounds[q, B_COUNT] > 0 and s.a_has[q] and not less_equal(
+            s.a_alloc[SLOT_PROPORTION, q], s.a_des[SLOT_PROPORTION, q]
+        ):
+            bounds[q, B_PROPORTION] = 1.0
     s.nv_books[kind] = s.ints[I_BOOKS]
     return bounds
+
+
+@jit
+def job_bounds(s, j):
+    """Job ``j``'s bounds for preempt and reclaim (:func:`queue_bounds`), without proportion's
+    (a queue's); made again only when the job changed since (``s.j_ver``: its pods' statuses,
+    which also move its drf allocated)."""
+    rows = s.jb[j]
+    if s.jb_ver[j] == s.j_ver[j]:
+        return rows
+    bound_clear(rows[0])
+    bound_clear(rows[1])
+    for c in range(s.j_lo[j], s.j_lo[j + 1]):
+        st = s.status[c]
+        if s.t_preemptable[c] and (st == RUNNING or st == BOUND):
+            bound_add(s, rows[0], -1, c)
+            if st == RUNNING:
+                bound_add(s, rows[1], -1, c)
+    rows[0, B_PROPORTION] = 0.0
+    rows[1, B_PROPORTION] = 0.0
+    s.jb_ver[j] = s.j_ver[j]
+    return rows
 
 
 @jit
