@@ -182,7 +182,7 @@ MUTABLE = {
     "m_books": ("F Z", -1, I), "m_key": ("F Z 5", -1, I),
     # bounds over the candidate victims per queue, and the books they were made at (core_actions.queue_bounds)
     "nv_bound": ("2 Q 5", 0, F), "nv_books": ("2", -1, I), "vb": ("5", 0, F), "j_ver": ("J", 0, I),
-    "jb": ("J 2 5", 0, F), "jb_ver": ("J", -1, I),
+    "jb_count": ("J 2", 0, I32), "jb_drf": ("J 2", 0, F), "jb_ver": ("J", -1, I),
 }
 """The run's mutable arrays: shape (in the sizes of :func:`mutable_arrays`), initial value, dtype."""
 CoreFields = namedtuple("CoreFields", STATIC + tuple(MUTABLE))

@@ -10,6 +10,8 @@ the pipelined pods in ``s.pipelined`` for the clock to apply.
 
 from __future__ import annotations
 
+import math
+
 from .core_account import (
     allocated_tasks,
     fits_future,
@@ -27,7 +29,6 @@ from .core_account import (
 )
 from .core_plugins import (
     B_COUNT,
-    B_PROPORTION,
     HEAP_JOB,
     HEAP_QUEUE,
     HEAP_TASK,
@@ -35,7 +36,9 @@ from .core_plugins import (
     allocatable,
     bound_add,
     bound_clear,
+    bound_job,
     bound_merge,
+    bound_proportion,
     drf_touch,
     fire,
     first_touch,
@@ -52,6 +55,7 @@ from .core_plugins import (
     predicate,
     preemptive,
     push,
+    share_left,
     victims_of,
     vote,
 )
@@ -119,7 +123,6 @@ from .core_state import (
     SCAN_ALLOCATE,
     SCAN_PREDICATE,
     SCAN_PREEMPT,
-    SLOT_PROPORTION,
     SUCCEEDED,
     inlined,
     jit,
@@ -1029,27 +1032,29 @@ def no_victims_anywhere(s, t, scope, j):
         return picks_none(s, H_RECLAIMABLE, t, b)
     if scope == SCOPE_QUEUE and not s.t_be[t] and s.j_cnt[j, RUNNING] + s.j_cnt[j, BOUND] == 0:
         bound_merge(b, queue_bounds(s, 0)[s.j_queue[j]])
-        return picks_none(s, H_PREEMPTABLE, t, b)
-    if scope == SCOPE_JOB:
-        for c in range(s.j_lo[j], s.j_lo[j + 1]):
-            if candidate(s, c, t, scope, j):
-                bound_add(s, b, t, c)
-        return picks_none(s, H_PREEMPTABLE, t, b)
-    for i in range(s.ints[I_LIVE]):
-        other = s.live[i]
-        if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0 or not in_scope(s, other, scope, j):
-            continue
-        for c in range(s.j_lo[other], s.j_lo[other + 1]):
-            if candidate(s, c, t, scope, j):
-                bound_add(s, b, t, c)
+    elif scope == SCOPE_JOB:
+        bound_candidates(s, b, t, scope, j, j)
+    else:
+        for i in range(s.ints[I_LIVE]):
+            bound_candidates(s, b, t, scope, j, s.live[i])
     return picks_none(s, H_PREEMPTABLE, t, b)
+
+
+@jit
+def bound_candidates(s, b, t, scope, j, other):
+    """Job ``other``'s candidates for ``t`` in ``scope`` (:func:`candidate`) into bound ``b``."""
+    if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0 or not in_scope(s, other, scope, j):
+        return
+    for c in range(s.j_lo[other], s.j_lo[other + 1]):
+        if candidate(s, c, t, scope, j):
+            bound_add(s, b, t, c)
 
 
 @jit
 def queue_bounds(s, kind):
     """The bound over each queue's candidates (rows of ``s.nv_bound[kind]``) for preempt (kind
     0: Bound or Running) or reclaim (1: Running), preemptable tasks of the live jobs; made again
-    only when the books changed since (``s.nv_books``), from each job's own bound
+    only when the books changed since (``s.nv_books``), from each job's count and drf share
     (:func:`job_bounds`)."""
     bounds = s.nv_bound[kind]
     if s.nv_books[kind] == s.ints[I_BOOKS]:
@@ -1060,36 +1065,34 @@ def queue_bounds(s, kind):
         other = s.live[i]
         if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0:
             continue
-        bound_merge(bounds[s.j_queue[other]], job_bounds(s, other)[kind])
+        job_bounds(s, other)
+        bound_job(s, bounds[s.j_queue[other]], other, s.jb_count[other, kind], float(s.j_prio[other]),
+                  s.jb_drf[other, kind])
     for q in range(bounds.shape[0]):
-        if bounds[q, B_COUNT] > 0 and s.a_has[q] and not less_equal(
-            s.a_alloc[SLOT_PROPORTION, q], s.a_des[SLOT_PROPORTION, q]
-        ):
-            bounds[q, B_PROPORTION] = 1.0
+        if bounds[q, B_COUNT] > 0:
+            bound_proportion(s, bounds[q], q)
     s.nv_books[kind] = s.ints[I_BOOKS]
     return bounds
 
 
 @jit
 def job_bounds(s, j):
-    """Job ``j``'s bounds for preempt and reclaim (:func:`queue_bounds`), without proportion's
-    (a queue's); made again only when the job changed since (``s.j_ver``: its pods' statuses,
-    which also move its drf allocated)."""
-    rows = s.jb[j]
+    """Job ``j``'s candidates for preempt and reclaim (:func:`queue_bounds`): their count
+    (``s.jb_count``) and the largest drf share the job keeps after losing one (``s.jb_drf``);
+    made again only when the job changed since (``s.j_ver``: its pods' statuses, which also
+    move its drf allocated)."""
     if s.jb_ver[j] == s.j_ver[j]:
-        return rows
-    bound_clear(rows[0])
-    bound_clear(rows[1])
+        return
+    s.jb_count[j, 0], s.jb_count[j, 1] = 0, 0
+    s.jb_drf[j, 0], s.jb_drf[j, 1] = -math.inf, -math.inf
     for c in range(s.j_lo[j], s.j_lo[j + 1]):
         st = s.status[c]
         if s.t_preemptable[c] and (st == RUNNING or st == BOUND):
-            bound_add(s, rows[0], -1, c)
-            if st == RUNNING:
-                bound_add(s, rows[1], -1, c)
-    rows[0, B_PROPORTION] = 0.0
-    rows[1, B_PROPORTION] = 0.0
+            share = share_left(s, c)
+            for kind in range(2 if st == RUNNING else 1):
+                s.jb_count[j, kind] += 1
+                s.jb_drf[j, kind] = max(s.jb_drf[j, kind], share)
     s.jb_ver[j] = s.j_ver[j]
-    return rows
 
 
 @jit

@@ -545,26 +545,48 @@ def bound_clear(b):
 
 
 @jit
-def bound_add(s, b, preemptor, t):
-    """Candidate ``t`` into bound ``b`` (``preemptor`` -1: one of no job's)."""
+def share_left(s, t):
+    """drf: the share task ``t``'s job keeps after losing it (-inf without drf: it bounds nothing)."""
+    if s.of_kind[DRF] < 0:
+        return -math.inf
     j = s.t_job[t]
-    b[B_COUNT] += 1.0
-    if preemptor >= 0 and j == s.t_job[preemptor]:
-        if s.t_prio[t] < s.t_prio[preemptor]:
-            b[B_PRIORITY] = -math.inf
-    else:
-        b[B_PRIORITY] = min(b[B_PRIORITY], float(s.j_prio[j]))
+    left = s.vec[7]
+    drf_touch(s, j)
+    copy_row(left, s.d_alloc[j])
+    add_row(left, s.t_req[t], -1)
+    return dominant_share(left, s.total)
+
+
+@jit
+def bound_job(s, b, j, count, priority, drf):
+    """``count`` candidates of job ``j`` into bound ``b``: ``priority`` is what they bring to the
+    lowest priority, ``drf`` the largest share their job keeps after losing one of them."""
+    if count == 0:
+        return
+    b[B_COUNT] += count
+    b[B_PRIORITY] = min(b[B_PRIORITY], priority)
     if ready(s, j) > s.j_min[j]:
         b[B_GANG] = 1.0
-    if s.of_kind[DRF] >= 0:
-        left = s.vec[7]
-        drf_touch(s, j)
-        copy_row(left, s.d_alloc[j])
-        add_row(left, s.t_req[t], -1)
-        b[B_DRF] = max(b[B_DRF], dominant_share(left, s.total))
-    q = s.j_queue[j]
+    b[B_DRF] = max(b[B_DRF], drf)
+
+
+@jit
+def bound_proportion(s, b, q):
+    """Queue ``q``, which has candidates in bound ``b``, is above its proportion deserved."""
     if s.a_has[q] and not less_equal(s.a_alloc[SLOT_PROPORTION, q], s.a_des[SLOT_PROPORTION, q]):
         b[B_PROPORTION] = 1.0
+
+
+@jit
+def bound_add(s, b, preemptor, t):
+    """Candidate ``t`` for ``preemptor`` into bound ``b``."""
+    j = s.t_job[t]
+    if j != s.t_job[preemptor]:
+        priority = float(s.j_prio[j])
+    else:
+        priority = -math.inf if s.t_prio[t] < s.t_prio[preemptor] else math.inf
+    bound_job(s, b, j, 1, priority, share_left(s, t))
+    bound_proportion(s, b, s.j_queue[j])
 
 
 @jit
