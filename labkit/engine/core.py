@@ -134,7 +134,7 @@ STATIC = (
     "horizon", "period", "gpu", "has_enqueue",
     "strict_fifo",
     "k_job_quota", "k_usage", "k_hard", "k_tracked", "k_unset",
-    "j_worder", "j_mshape", "w_off", "fast_enqueue",
+    "j_worder", "j_mshape", "w_off", "fast_enqueue", "al_off",
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
@@ -178,6 +178,9 @@ MUTABLE = {
     "w_job": ("J", -1, I), "w_n": ("Q W", 0, I), "w_in": ("J", False, B), "w_impure": ("J", False, B),
     "w_head": ("W", 0, I), "w_shapes": ("W", 0, I),
     "act": ("J", 0, I), "act_in": ("J", False, B),
+    # allocate's candidates kept between sessions (core_actions.update_candidates)
+    "al_job": ("J", -1, I32), "al_n": ("Q", 0, I), "al_head": ("Q", 0, I), "ac_kind": ("J", 0, I8),
+    "ao_job": ("J", 0, I32), "ao_at": ("J", -1, I32),
     # failed preempt / reclaim attempts per request shape (core_actions.failure_known)
     "m_books": ("F Z", -1, I), "m_key": ("F Z 5", -1, I),
     # bounds over the candidate victims per queue, and the books they were made at (core_actions.queue_bounds)
@@ -301,7 +304,9 @@ def _waiting_arrays(p: Problem, arrays: dict) -> dict:
     JobOrderFn order (a Pending PodGroup has no pods, so priority, gang's readiness with no pod
     ready and drf's zero share, then creation and UID, decide it), each job's minResources shape,
     the segment of each (queue, shape) in the waiting lists. ``fast_enqueue``: that order holds (no sla,
-    no job starting from a snapshot) and enqueue runs."""
+    no job starting from a snapshot) and enqueue runs. The same order ranks allocate's plain candidates
+    (every pod Pending, not ready: gang and drf tie them as they tie a Pending PodGroup), kept per queue
+    in the segments ``al_off``."""
     kinds = [int(arrays["p_kind"][e]) for e in arrays["hooks"][H_JOB_ORDER, :arrays["hook_len"][H_JOB_ORDER]]]
     keys = []
     for kind in kinds:
@@ -321,8 +326,10 @@ def _waiting_arrays(p: Problem, arrays: dict) -> dict:
         shape = np.zeros(p.n_jobs, np.int64)
     n_shapes = int(shape.max()) + 1 if p.n_jobs else 1
     sizes = np.bincount(p.job_queue.astype(np.int64) * n_shapes + shape, minlength=n_queues * n_shapes)
+    per_queue = np.bincount(p.job_queue.astype(np.int64), minlength=n_queues)
     return {"j_worder": worder, "j_mshape": shape,
-            "w_off": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), "fast_enqueue": bool(fast)}
+            "w_off": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), "fast_enqueue": bool(fast),
+            "al_off": np.concatenate([[0], np.cumsum(per_queue)]).astype(np.int64)}
 
 
 def _snapshot_arrays(c: Compiled) -> dict:

@@ -43,6 +43,7 @@ from .core_plugins import (
     fire,
     first_touch,
     job_enqueued,
+    job_less,
     job_ready,
     job_starving,
     job_valid,
@@ -91,6 +92,7 @@ from .core_state import (
     I_IN_SESSION,
     I_LIVE,
     I_NEXT_NODE,
+    I_OTHERS,
     I_OVERFLOW,
     I_PENDING_GROUPS,
     I_QUEUE_HEAP,
@@ -718,13 +720,92 @@ def enqueue_queue(s, q, now):
             s.w_shapes[first] = s.w_shapes[alive]
 
 
+AC_NONE, AC_PLAIN, AC_OTHER = 0, 1, 2
+
+
 @jit
-def allocate(s, now):
-    """allocate: one job per queue turn (Overused queues dropped), its pending tasks in one
-    statement, committed when the job is ready; under StrictFIFO a queue whose job is not ready
-    leaves the heap."""
-    start_action(s, ALLOCATE)
-    worksheet = new_stamp(s)
+def candidate_kind(s, j):
+    """What allocate makes of job ``j`` once enqueue ran without impure PodGroups: not a
+    candidate (a Pending PodGroup, no pending pod but best-effort ones, or not JobValid), a plain
+    candidate (every pod Pending and the job not ready, so JobOrderFn ranks it by ``s.j_worder``),
+    or another (its place in the order depends on its pods)."""
+    if not s.is_live[j] or is_pending(s.phase[j]):
+        return AC_NONE
+    pending = s.j_cnt[j, PENDING]
+    if pending - s.j_pbe[j] == 0 or not job_valid(s, j):
+        return AC_NONE
+    if pending == s.j_lo[j + 1] - s.j_lo[j] and not is_ready(s, j):
+        return AC_PLAIN
+    return AC_OTHER
+
+
+@jit
+def plain_at(s, j):
+    """Where job ``j`` is, or goes, in its queue's plain candidates (sorted by ``s.j_worder``)."""
+    q = s.j_queue[j]
+    lo, hi = s.al_off[q], s.al_off[q] + s.al_n[q]
+    key = s.j_worder[j]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if s.j_worder[s.al_job[mid]] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@jit
+def candidate_leave(s, j):
+    kind = s.ac_kind[j]
+    if kind == AC_PLAIN:
+        q = s.j_queue[j]
+        end = s.al_off[q] + s.al_n[q]
+        for k in range(plain_at(s, j), end - 1):
+            s.al_job[k] = s.al_job[k + 1]
+        s.al_n[q] -= 1
+    elif kind == AC_OTHER:
+        last = s.ints[I_OTHERS] - 1
+        at = s.ao_at[j]
+        s.ao_job[at] = s.ao_job[last]
+        s.ao_at[s.ao_job[at]] = at
+        s.ao_at[j] = -1
+        s.ints[I_OTHERS] = last
+    s.ac_kind[j] = AC_NONE
+
+
+@jit
+def candidate_enter(s, j, kind):
+    if kind == AC_PLAIN:
+        q = s.j_queue[j]
+        at, end = plain_at(s, j), s.al_off[q] + s.al_n[q]
+        for k in range(end, at, -1):
+            s.al_job[k] = s.al_job[k - 1]
+        s.al_job[at] = j
+        s.al_n[q] += 1
+    elif kind == AC_OTHER:
+        s.ao_at[j] = s.ints[I_OTHERS]
+        s.ao_job[s.ints[I_OTHERS]] = j
+        s.ints[I_OTHERS] += 1
+    s.ac_kind[j] = kind
+
+
+@jit
+def update_candidates(s):
+    """allocate's candidates kept between sessions: the jobs touched since the last close
+    (``s.to_close``, which also holds those touched since in this session) are sorted again into
+    their queue's plain candidates or the others; no other job changed since it was sorted."""
+    for i in range(s.ints[I_TO_CLOSE]):
+        j = s.to_close[i]
+        kind = candidate_kind(s, j)
+        if kind != s.ac_kind[j]:
+            candidate_leave(s, j)
+            candidate_enter(s, j, kind)
+
+
+@jit
+def allocate_heaps(s):
+    """allocate's job heaps from every candidate (the session's, in job order); the queues that
+    have one are on the queue heap."""
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
         if is_pending(session_phase(s, j)):
@@ -737,13 +818,65 @@ def allocate(s, now):
         if first_sight(s, q):
             push(s, HEAP_QUEUE, 0, q)
         push(s, HEAP_JOB, q, j)
+
+
+@jit
+def allocate_lists(s):
+    """allocate's job heaps from the other candidates only; each queue's plain candidates are read
+    in order from its list (:func:`next_job`), as a heap of them would give them."""
+    for i in range(s.ints[I_OTHERS]):
+        j = s.ao_job[i]
+        q = s.j_queue[j]
+        if first_sight(s, q):
+            push(s, HEAP_QUEUE, 0, q)
+        push(s, HEAP_JOB, q, j)
+    for q in range(s.al_n.size):
+        if s.al_n[q] > 0:
+            s.al_head[q] = s.al_off[q]
+            if first_sight(s, q):
+                push(s, HEAP_QUEUE, 0, q)
+
+
+@jit
+def has_job(s, q, lists):
+    return s.jh_n[q] > 0 or (lists and s.al_head[q] < s.al_off[q] + s.al_n[q])
+
+
+@jit
+def next_job(s, q, lists):
+    """The first job of queue ``q`` by JobOrderFn: its job heap's, or the next plain candidate
+    of its list (``lists``) when that one comes first. No job in the list changes during allocate
+    (a statement touches the popped job's pods alone), so the list stays in heap order."""
+    if lists:
+        h = s.al_head[q]
+        if h < s.al_off[q] + s.al_n[q] and (s.jh_n[q] == 0 or job_less(s, s.al_job[h], s.jh[s.q_off[q]])):
+            s.al_head[q] = h + 1
+            return s.al_job[h]
+    return pop(s, HEAP_JOB, q)
+
+
+@jit
+def allocate(s, now):
+    """allocate: one job per queue turn (Overused queues dropped), its pending tasks in one
+    statement, committed when the job is ready; under StrictFIFO a queue whose job is not ready
+    leaves the heap."""
+    start_action(s, ALLOCATE)
+    worksheet = new_stamp(s)
+    lists = False
+    if s.fast_enqueue:
+        update_candidates(s)
+        lists = waiting_apart(s)
+    if lists:
+        allocate_lists(s)
+    else:
+        allocate_heaps(s)
     while s.ints[I_QUEUE_HEAP] > 0:
         q = pop(s, HEAP_QUEUE, 0)
         if overused(s, q):
             continue
-        if s.jh_n[q] == 0:
+        if not has_job(s, q, lists):
             continue
-        j = pop(s, HEAP_JOB, q)
+        j = next_job(s, q, lists)
         if first_touch(s.th_mark, j, worksheet):
             # the job's worksheet (its pending tasks in task order), made when the job is first
             # popped: until then no statement touches its pods, and most jobs of a long queue are
