@@ -16,7 +16,10 @@ from labkit.engine.compile import compile_scenario
 from labkit.errors import SpecError
 from labkit.spec.model import Distribution, Workload
 from labkit.spec.quantity import parse_duration
-from labkit.workloads import draw, expand, job_table
+from labkit.engine import core
+from labkit.spec.model import Job
+from labkit.workloads import draw, expand, job_table, table_key
+from labkit.workloads.table import _COLUMNS, UNTABLED
 
 EVENT_KEY = ["time", "kind", "job", "task", "node", "reason", "message"]
 
@@ -168,3 +171,38 @@ def test_row_ids_are_numpy_unique_inverse():
     rows[::11, 2] = np.inf
     assert np.array_equal(row_ids(rows), np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1))
     assert row_ids(np.zeros((0, 3))).shape == (0,)
+
+
+def test_every_job_field_is_in_the_table_or_untabled():
+    """`table_key` hashes the table's columns and the untabled fields: a new Job field must be one."""
+    in_table = {"name", "namespace", "queue", "priority_class_name", "submit", "tasks", "min_available", "duration",
+                "work", "checkpoint_interval", "restart_cost", "grace_period", "preemptible"}
+    assert set(Job.model_fields) == in_table | UNTABLED
+    assert len(_COLUMNS) == len(dataclasses.fields(job_table(scenario_with_generators()))) - 1  # and shapes
+
+
+@pytest.mark.parametrize("change", [
+    lambda d: d["jobs"][0].update(submit=d["jobs"][0].get("submit", 0) + 1),
+    lambda d: d["jobs"][1]["tasks"][0]["resources"].update({"nvidia.com/gpu": 2}),
+    lambda d: d["jobs"][0].update(priorityClassName="high"),
+    lambda d: d["jobs"][1].update(user="alice"),
+    lambda d: d["workloads"][0].update(count=d["workloads"][0]["count"] - 1),
+    lambda d: d.update(seed=d.get("seed", 0) + 1),
+])
+def test_table_key_changes_with_what_the_compiler_reads(change):
+    scenario = scenario_with_generators()
+    data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    same = spec.validate(data)
+    assert table_key(same, job_table(same)) == table_key(scenario, job_table(scenario))
+    change(data)
+    other = spec.validate(data)
+    assert table_key(other, job_table(other)) != table_key(scenario, job_table(scenario))
+
+
+def test_a_cached_compile_comes_back_with_the_callers_scenario():
+    scenario = scenario_with_generators()
+    core.forget_compiled()
+    first = core.prepare(scenario)[0]
+    again = spec.validate(scenario.model_dump(mode="json", by_alias=True, exclude_unset=True))
+    second = core.prepare(again)[0]
+    assert second.problem is first.problem and second.source is again

@@ -112,15 +112,18 @@ class _Variant:
     replicas: list
 
 
-def compile_scenario(scenario: Scenario) -> Compiled:
+def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compiled:
     """Compile a (validated) Scenario; bad combinations raise SpecError naming the field.
 
-    Jobs are read as columns (`labkit.workloads.job_table`): the work per job is array work, the
-    Python work is per job shape (tasks, requests, node classes) and per namespace."""
+    Jobs are read as columns (`labkit.workloads.job_table`, or ``table`` when the caller made it
+    already): the work per job is array work, the Python work is per job shape (tasks, requests,
+    node classes) and per namespace."""
     sched = scheduler_of(scenario)
     if sched.section == "slurm":
         scenario = expand(scenario)  # Slurm's tables read the jobs' partitions, QOS and users
-    table = job_table(scenario)
+        table = None
+    if table is None:
+        table = job_table(scenario)
     n_jobs = len(table)
     tenants = {t.ns: t for t in scenario.tenants}
     ns_code, namespaces = pd.factorize(table.namespace)

@@ -30,6 +30,7 @@ import gc
 import time
 from collections import OrderedDict, namedtuple
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,7 @@ import pandas as pd
 from ..errors import LabkitError
 from ..progress import Progress
 from ..spec import Scenario, scheduler_of
+from ..workloads import job_table, table_key
 from .compile import Compiled, compile_scenario
 from .core_state import (
     EVENT_KINDS,
@@ -485,19 +487,30 @@ _CACHE_SIZE = 4
 def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
     """The compiled scenario, its static core arrays and what the core cannot simulate (None if
     it can), cached by the scenario's content. Expanding and compiling take longer than a run of
-    the core."""
-    key = scenario.model_dump_json(exclude_defaults=True)  # equal content, equal key; a third shorter
+    the core. A Volcano or Kubernetes scenario is keyed by its job table (`table_key`), which the
+    compiler then reads, so its thousands of job models are walked once; Kueue and Slurm read
+    more of each job and are keyed by the scenario's JSON. A table-keyed entry comes back with
+    this scenario as its source (the key leaves out what the compiler does not read, such as a
+    job's `duration` beside its `work`)."""
+    sched = scheduler_of(scenario)
+    kueue = sched.kueue is not None
+    table = None
+    if kueue or sched.section == "slurm":
+        key = scenario.model_dump_json(exclude_defaults=True)  # equal content, equal key; a third shorter
+    else:
+        table = job_table(scenario)
+        key = table_key(scenario, table)
     if key in _CACHE:
         _CACHE.move_to_end(key)
-        return _CACHE[key]
-    kueue = scheduler_of(scenario).kueue is not None
+        compiled, static, missing = _CACHE[key]
+        return (replace(compiled, source=scenario) if table is not None else compiled), static, missing
     if kueue:
         from .core_kueue import kueue_arrays
         from .kueue import compile_kueue
 
         compiled = compile_kueue(scenario)
     else:
-        compiled = compile_scenario(scenario)
+        compiled = compile_scenario(scenario, table)
     missing = unsupported(compiled)
     static = {}
     if missing is None:

@@ -2,6 +2,6 @@
 
 from . import traces
 from .synthetic import draw, expand, generate
-from .table import JobTable, job_table
+from .table import JobTable, job_table, table_key
 
-__all__ = ["JobTable", "draw", "expand", "generate", "job_table", "traces"]
+__all__ = ["JobTable", "draw", "expand", "generate", "job_table", "table_key", "traces"]

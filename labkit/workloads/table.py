@@ -10,6 +10,7 @@ handful, which is what lets the compiler work per shape and broadcast to jobs.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -123,3 +124,27 @@ def job_table(scenario: Scenario) -> JobTable:
         columns = {c: v[order] for c, v in columns.items()}
     by_id = sorted(shapes.values(), key=lambda entry: entry[0])
     return JobTable(**columns, shapes=tuple(tasks for _, tasks in by_id))
+
+
+UNTABLED = frozenset(("network_topology", "status", "time_limit", "partition", "qos", "user"))
+"""The fields of a Job its table row does not hold (Slurm's, the snapshot, the topology)."""
+
+
+def table_key(scenario: Scenario, table: JobTable) -> str:
+    """A digest of everything the compiler reads from the scenario, when it reads the jobs
+    through ``table``: the scenario without its jobs, the table's rows of the scenario's own
+    jobs (a generator's are fixed by its spec and seed), their shapes, and the untabled fields
+    of any job that sets one. Cheaper than serialising thousands of job models."""
+    digest = hashlib.blake2b(scenario.model_dump_json(exclude={"jobs"}, exclude_defaults=True).encode(),
+                             digest_size=20)
+    given = table.spec >= 0
+    for column in _COLUMNS:
+        values = getattr(table, column)[given]
+        digest.update("\x1f".join(map(repr, values.tolist())).encode() if values.dtype == object else values.tobytes())
+        digest.update(b"\x1e")
+    for tasks in table.shapes:
+        digest.update("".join(task.model_dump_json() for task in tasks).encode() + b"\x1e")
+    for i, job in enumerate(scenario.jobs):
+        if not job.model_fields_set.isdisjoint(UNTABLED):
+            digest.update(f"{i}:".encode() + job.model_dump_json(include=UNTABLED).encode())
+    return digest.hexdigest()
