@@ -197,7 +197,7 @@ def test_small_buffers_grow_and_give_the_same_run():
     compiled, static, missing = core.prepare(spec.preset("fragmentation"))
     assert missing is None
     whole, grown = core.run(compiled, static), core.run(compiled, static, scale=0.01)
-    assert all(np.array_equal(a, b) for a, b in zip(grown.events, whole.events, strict=True))
+    assert grown.events == whole.events and len(whole.events) > 0
     assert np.array_equal(grown.runs, whole.runs, equal_nan=True)
 
 

@@ -12,12 +12,11 @@ import pytest
 
 import labkit
 from labkit import spec
+from labkit.engine import core
 from labkit.engine.compile import compile_scenario
 from labkit.errors import SpecError
-from labkit.spec.model import Distribution, Workload
+from labkit.spec.model import Distribution, Job, Workload
 from labkit.spec.quantity import parse_duration
-from labkit.engine import core
-from labkit.spec.model import Job
 from labkit.workloads import draw, expand, job_table, table_key
 from labkit.workloads.table import _COLUMNS, UNTABLED
 

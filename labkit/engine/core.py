@@ -98,7 +98,7 @@ from .problem import (
     PodGroupPhase,
     Problem,
 )
-from .simulate import RunRecord
+from .simulate import CodedEvents, RunRecord
 
 P = Plugin
 REGISTERED = {
@@ -642,13 +642,14 @@ def _record(c: Compiled, m: dict) -> RunRecord:
 
 def record(m: dict, events, **extra) -> RunRecord:
     """The RunRecord of a run's mutable arrays; ``events(time, coded)`` turns the coded events into
-    the record's events; ``extra`` are a family's own fields (state, priority)."""
+    the record's events when they are read; ``extra`` are a family's own fields (state, priority).
+    The used parts of the record buffers are copied, so the buffers go with the run."""
     ints = m["ints"]
     n = ints[I_EVENTS]
     return RunRecord(
         done=m["done"], running=~np.isnan(m["run_start"]), phase=m["phase"], enqueue_time=m["enq_t"],
         start_time=m["start_t"], end_time=m["end_t"], evictions=m["evictions"], lost_work=m["lost_work"],
-        runs=m["runs"][:ints[I_RUNS]], events=events(m["ev_time"][:n], m["ev_int"][:n]),
+        runs=m["runs"][:ints[I_RUNS]].copy(), events=CodedEvents(m["ev_time"][:n].copy(), m["ev_int"][:n].copy(), events),
         sessions=int(ints[I_SESSIONS]), **extra,
     )
 

@@ -581,6 +581,27 @@ class Cycle:
         return {name: PodGroupPhase(ph).name.title() for name, ph in zip(self.problem.job_names, self.job_phase)}
 
 
+@dataclass(frozen=True, eq=False)
+class CodedEvents:
+    """The numba core's events as it logged them: times and rows of codes (kind, job, task, node,
+    message and its two arguments), turned into the seven columns by ``columns(time, coded)``
+    only when the events table is read. A million-job run keeps 36 bytes an event instead of
+    its texts. Equal when the logged events are."""
+
+    time: np.ndarray
+    coded: np.ndarray
+    columns: Callable[[np.ndarray, np.ndarray], tuple]
+
+    def __len__(self) -> int:
+        return len(self.time)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, CodedEvents) and np.array_equal(self.time, other.time)
+                and np.array_equal(self.coded, other.coded))
+
+    __hash__ = None
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """What an engine's run leaves behind, indexed like the Problem; both engines produce one.
@@ -589,7 +610,8 @@ class RunRecord:
     (PodGroupPhase), ``enqueue_time``/``start_time``/``end_time`` (NaN = not yet), ``evictions``
     (pods evicted), ``lost_work`` (seconds). ``runs`` (K, 5): task, node, start, end, evicted per
     pod run (end/evicted NaN = not yet). ``events``: (time, kind, job, task, node, reason, message)
-    tuples with -1 for no task/node, or those seven columns (the numba core's arrays). ``sessions``: sessions run. ``state`` (J,) optional, a job
+    tuples with -1 for no task/node, or those seven columns, or the numba core's coded events that
+    turn into them when read (:class:`CodedEvents`). ``sessions``: sessions run. ``state`` (J,) optional, a job
     state that overrides the derived one ("Timeout", "Preempted", "Suspended"; "" = none);
     ``priority`` (J,) optional, the scheduler's job priority when it is computed (else the
     PriorityClass value of the Problem).
@@ -604,7 +626,7 @@ class RunRecord:
     evictions: np.ndarray
     lost_work: np.ndarray
     runs: np.ndarray
-    events: list[tuple] | tuple
+    events: list[tuple] | tuple | CodedEvents
     sessions: int
     state: np.ndarray | None = None
     priority: np.ndarray | None = None
@@ -669,7 +691,7 @@ def _tasks_table(p: Problem, runs: np.ndarray) -> pd.DataFrame:
     return tasks[TASK_COLUMNS + list(p.resource_names)]
 
 
-def _events_table(p: Problem, events: list[tuple] | tuple) -> pd.DataFrame:
+def _events_table(p: Problem, events: list[tuple] | tuple | CodedEvents) -> pd.DataFrame:
     time, kind, job, task, node, reason, message = _event_columns(events)
     return pd.DataFrame({
         "time": time, "kind": kind, "job": _named(p.job_names, job), "task": _named(p.task_names, task),
@@ -677,14 +699,16 @@ def _events_table(p: Problem, events: list[tuple] | tuple) -> pd.DataFrame:
     })[EVENT_COLUMNS]
 
 
-def _event_count(events: list[tuple] | tuple) -> int:
+def _event_count(events: list[tuple] | tuple | CodedEvents) -> int:
     """Rows of the events table (`Result.info["events"]`), without making it."""
-    return len(events) if isinstance(events, list) or not len(events) else len(events[0])
+    return len(events) if isinstance(events, (list, CodedEvents)) or not len(events) else len(events[0])
 
 
-def _event_columns(events: list[tuple] | tuple) -> tuple:
+def _event_columns(events: list[tuple] | tuple | CodedEvents) -> tuple:
     """RunRecord.events as seven columns: the rows a Simulation logs are turned around; the
-    numba core hands its columns over as they are (time and index columns as arrays)."""
+    numba core's coded events are decoded (time and index columns as arrays)."""
+    if isinstance(events, CodedEvents):
+        events = events.columns(events.time, events.coded)
     if not len(events) or not len(events[0]):
         return ([],) * 7
     if not isinstance(events, list):
