@@ -68,17 +68,25 @@ def _seconds(value: object) -> float:
 
 
 def _explicit(jobs: list[Job], shapes: dict) -> list[tuple]:
-    """One row per job of the scenario: one pass over the models, each shape kept once."""
+    """One row per job of the scenario: one pass over the models, each shape kept once (the
+    numbers a trace gives are taken as they are)."""
     rows = []
     for i, job in enumerate(jobs):
-        key = tuple(_task_key(t) for t in job.tasks)
-        shape = shapes.setdefault(key, (len(shapes), tuple(job.tasks)))[0]
-        run = job.work if job.work is not None else job.duration
-        rows.append((job.name, job.namespace, job.queue, job.priority_class_name, _seconds(job.submit),
-                     _seconds(run), job.work is not None,
-                     _seconds(job.checkpoint_interval) if job.checkpoint_interval else math.inf,
-                     _seconds(job.restart_cost), _seconds(job.grace_period), job.preemptible,
-                     -1 if job.min_available is None else job.min_available, shape, i))
+        tasks = job.tasks
+        key = tuple(map(_task_key, tasks))
+        shape = shapes.get(key)
+        if shape is None:
+            shape = shapes[key] = (len(shapes), tuple(tasks))
+        work, submit, restart, grace, checkpoint = (job.work, job.submit, job.restart_cost, job.grace_period,
+                                                    job.checkpoint_interval)
+        run = work if work is not None else job.duration
+        rows.append((job.name, job.namespace, job.queue, job.priority_class_name,
+                     submit if type(submit) is float else _seconds(submit),
+                     run if type(run) is float else _seconds(run), work is not None,
+                     _seconds(checkpoint) if checkpoint else math.inf,
+                     restart if type(restart) is float else _seconds(restart),
+                     grace if type(grace) is float else _seconds(grace), job.preemptible,
+                     -1 if job.min_available is None else job.min_available, shape[0], i))
     return rows
 
 
@@ -113,7 +121,8 @@ def job_table(scenario: Scenario) -> JobTable:
     """Every job of the scenario, generated ones included, as columns (the order of `expand`)."""
     shapes: dict = {}
     rows = _explicit(scenario.jobs, shapes)
-    parts = [{c: np.array([r[k] for r in rows], d).reshape(len(rows)) for k, (c, d) in enumerate(zip(_COLUMNS, _DTYPES))}]
+    columns = zip(*rows) if rows else ((),) * len(_COLUMNS)
+    parts = [{c: np.array(column, d).reshape(len(rows)) for c, d, column in zip(_COLUMNS, _DTYPES, columns)}]
     for index in range(len(scenario.workloads)):
         part = _generated(scenario, index, shapes)
         check_names(scenario, index, part["name"].tolist())
