@@ -368,31 +368,38 @@ def _quota_arrays(c: Compiled) -> dict:
                                  for t in range(p.n_tasks)], bool).reshape(p.n_tasks)}
 
 
+def core_view(array: np.ndarray, dtype) -> np.ndarray:
+    """``array`` as the core reads it (C order, ``dtype``, writeable like every array the jitted
+    code was compiled for): the array itself when it already is."""
+    view = np.ascontiguousarray(array, dtype)
+    return view if view.flags.writeable else view.copy()
+
+
 def static_arrays(c: Compiled) -> dict:
-    """The run's read-only arrays: the Problem, the timing of Compiled, the resolved policy."""
+    """The run's read-only arrays: the Problem, the timing of Compiled, the resolved policy (the
+    Problem's own arrays where their dtype is the core's: a million jobs would copy 130 MB)."""
     p = c.problem
     total = p.node_allocatable.sum(axis=0)
     names = p.resource_names
+    I, F, B = np.int64, float, bool
     arrays = {
-        "node_alloc": np.ascontiguousarray(p.node_allocatable, float),
-        "node_sched": p.node_schedulable.astype(bool),
-        "node_speed": c.node_speed.astype(float), "class_ok": np.ascontiguousarray(p.class_node_ok, bool),
+        "node_alloc": core_view(p.node_allocatable, F), "node_sched": core_view(p.node_schedulable, B),
+        "node_speed": core_view(c.node_speed, F), "class_ok": core_view(p.class_node_ok, B),
         "class_clean": np.asarray(p.class_node_ok, bool).all(axis=1) & bool(np.all(p.node_schedulable)),
         "all_nodes": np.arange(p.n_nodes, dtype=np.int64),
-        "j_queue": p.job_queue.astype(np.int64), "j_prio": p.job_priority.astype(np.int64),
-        "j_min": p.job_min_member.astype(np.int64),
-        "j_minres": np.ascontiguousarray(p.job_min_resources, float),
-        "j_has_minres": p.job_has_min_resources.astype(bool), "j_rank": p.job_rank.astype(np.int64),
-        "j_creation": p.job_creation.astype(float), "j_sla": p.job_sla_waiting.astype(float),
-        "j_submit": c.job_submit.astype(float), "j_work": c.job_work.astype(float),
-        "j_uses_speed": c.job_uses_speed.astype(bool), "j_ckpt": c.job_checkpoint.astype(float),
-        "j_restart": c.job_restart_cost.astype(float), "j_grace": c.job_grace.astype(float),
-        "j_lo": c.job_pods.astype(np.int64),
-        "t_job": p.task_job.astype(np.int64), "t_req": np.ascontiguousarray(p.task_request, float),
-        "t_prio": p.task_priority.astype(np.int64), "t_never": p.task_preempt_never.astype(bool),
-        "t_preemptable": p.task_preemptable.astype(bool), "t_be": p.task_best_effort.astype(bool),
-        "t_critical": p.task_critical.astype(bool), "t_index": p.task_index.astype(np.int64),
-        "t_rank": p.task_rank.astype(np.int64), "t_class": p.task_class.astype(np.int64),
+        "j_queue": core_view(p.job_queue, I), "j_prio": core_view(p.job_priority, I),
+        "j_min": core_view(p.job_min_member, I), "j_minres": core_view(p.job_min_resources, F),
+        "j_has_minres": core_view(p.job_has_min_resources, B), "j_rank": core_view(p.job_rank, I),
+        "j_creation": core_view(p.job_creation, F), "j_sla": core_view(p.job_sla_waiting, F),
+        "j_submit": core_view(c.job_submit, F), "j_work": core_view(c.job_work, F),
+        "j_uses_speed": core_view(c.job_uses_speed, B), "j_ckpt": core_view(c.job_checkpoint, F),
+        "j_restart": core_view(c.job_restart_cost, F), "j_grace": core_view(c.job_grace, F),
+        "j_lo": core_view(c.job_pods, I),
+        "t_job": core_view(p.task_job, I), "t_req": core_view(p.task_request, F),
+        "t_prio": core_view(p.task_priority, I), "t_never": core_view(p.task_preempt_never, B),
+        "t_preemptable": core_view(p.task_preemptable, B), "t_be": core_view(p.task_best_effort, B),
+        "t_critical": core_view(p.task_critical, B), "t_index": core_view(p.task_index, I),
+        "t_rank": core_view(p.task_rank, I), "t_class": core_view(p.task_class, I),
         "t_named": np.array([name != "" for name in p.role_names], bool)[p.task_role] if p.n_tasks
         else np.zeros(0, bool),
         "t_shape": row_ids(p.task_request),
