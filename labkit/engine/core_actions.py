@@ -509,6 +509,16 @@ def waiting_apart(s):
 
 
 @jit
+def candidates_read(s):
+    """An action that reads the session's candidates runs (backfill, preempt, reclaim; enqueue and
+    allocate read them only when the Pending PodGroups are not apart)."""
+    for a in s.actions:
+        if a == BACKFILL or a == PREEMPT or a == RECLAIM:
+            return True
+    return False
+
+
+@jit
 def open_session(s):
     """OpenSession on the live jobs: the queues with jobs in order of their first job, room per
     queue in the job heaps, the jobs an action may act on (``s.candidates``: Pending PodGroups
@@ -528,12 +538,13 @@ def open_session(s):
             n_queues += 1
     s.ints[I_ATTRS] = n_queues
     n_candidates, n_waiting = 0, 0
-    if waiting_apart(s):  # the Pending PodGroups are enqueue's alone
-        for i in range(s.ints[I_ACTIVE]):
-            j = s.act[i]
-            if s.j_cnt[j, PENDING] > 0:
-                s.candidates[n_candidates] = j
-                n_candidates += 1
+    if waiting_apart(s):  # the Pending PodGroups are enqueue's alone, allocate keeps its own candidates
+        if candidates_read(s):
+            for i in range(s.ints[I_ACTIVE]):
+                j = s.act[i]
+                if s.j_cnt[j, PENDING] > 0:
+                    s.candidates[n_candidates] = j
+                    n_candidates += 1
         n_waiting = s.ints[I_PENDING_GROUPS]
     else:
         for i in range(s.ints[I_LIVE]):
