@@ -179,12 +179,15 @@ ENGINE_CONFS = {
     "no-enqueue": _volcano_conf("allocate, backfill, reclaim", _TIER1, [
         {"name": "drf"}, {"name": "predicates"}, {"name": "proportion", "enabledOverused": False},
         {"name": "nodeorder"}]),
+    "no-queue-gate": _volcano_conf("enqueue, allocate, backfill", _TIER1, [
+        {"name": "overcommit"}, {"name": "drf"}, {"name": "predicates"}, {"name": "nodeorder"}]),
     "one-tier": {"actions": "enqueue, reclaim, allocate, preempt", "tiers": [{"plugins": [
         {"name": "gang", "enablePreemptable": False}, {"name": "priority"}, {"name": "drf"},
         {"name": "conformance"}, {"name": "proportion"}, {"name": "predicates"}, {"name": "binpack"}]}]},
 }
 """Scheduler confs beyond the presets, for the engines to agree on: capacity, sla, binpack and
-nodeorder weights, switches turned off, other action orders, one tier."""
+nodeorder weights, switches turned off, other action orders, one tier, no queue gate (no
+proportion or capacity, no preempt or reclaim: allocate's discarded attempts are remembered)."""
 
 
 @st.composite

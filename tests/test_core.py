@@ -258,6 +258,16 @@ def test_strict_fifo_blocks_the_queue_at_its_head(strategy):
         assert start["small"] >= start["head"]
 
 
+@pytest.mark.parametrize("policy, remembered", [("helios-fifo", True), ("volcano-shipped", False),
+                                                ("volcano-multitenant", False)])
+def test_discarded_attempts_are_remembered_only_where_they_repeat(policy, remembered):
+    """helios-fifo has no queue gate, no preempt or reclaim: its blocked head is passed over in the
+    sessions arrivals bring (the parity tests above run it); proportion's gate and preempt's use of
+    fit errors turn the memo off."""
+    _, static, _ = core.prepare(with_policy(head_of_line(None), policy))
+    assert static["attempt_memo"] is remembered
+
+
 def test_queueing_strategy_is_for_volcano_confs():
     cluster = {"pools": [{"name": "n", "count": 1, "resources": {"cpu": 8}}]}
     for scheduler in ({"slurm": {}, "queueingStrategy": "StrictFIFO"},

@@ -136,7 +136,7 @@ STATIC = (
     "horizon", "period", "gpu", "has_enqueue",
     "strict_fifo",
     "k_job_quota", "k_usage", "k_hard", "k_tracked", "k_unset",
-    "j_worder", "j_mshape", "w_off", "fast_enqueue", "al_off",
+    "j_worder", "j_mshape", "w_off", "fast_enqueue", "al_off", "attempt_memo",
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
@@ -183,6 +183,8 @@ MUTABLE = {
     # allocate's candidates kept between sessions (core_actions.update_candidates)
     "al_job": ("J", -1, I32), "al_n": ("Q", 0, I), "al_head": ("Q", 0, I), "ac_kind": ("J", 0, I8),
     "ao_job": ("J", 0, I32), "ao_at": ("J", -1, I32),
+    # a job's last allocate attempt that was discarded: the node books and job version after it, +1 (0 = none)
+    "jm_nodes": ("J", 0, I), "jm_ver": ("J", 0, I),
     # failed preempt / reclaim attempts per request shape (core_actions.failure_known)
     "m_books": ("F Z", -1, I), "m_key": ("F Z 5", -1, I),
     # bounds over the candidate victims per queue, and the books they were made at (core_actions.queue_bounds)
@@ -331,7 +333,21 @@ def _waiting_arrays(p: Problem, arrays: dict) -> dict:
     per_queue = np.bincount(p.job_queue.astype(np.int64), minlength=n_queues)
     return {"j_worder": worder, "j_mshape": shape,
             "w_off": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), "fast_enqueue": bool(fast),
-            "al_off": np.concatenate([[0], np.cumsum(per_queue)]).astype(np.int64)}
+            "al_off": np.concatenate([[0], np.cumsum(per_queue)]).astype(np.int64),
+            "attempt_memo": bool(fast and _attempts_repeat(p, arrays))}
+
+
+def _attempts_repeat(p: Problem, arrays: dict) -> bool:
+    """An allocate attempt that was discarded is the same again while the node books and the job
+    stay as they were (``core_actions.attempt_known_to_fail``): no queue gate (proportion's and
+    capacity's allocatable), no time in the votes (sla), every scan sees every node from any start
+    (at most 100 nodes, so the rotating start comes back where it was), and no preempt or reclaim
+    to read the attempt's fit errors."""
+    from .core_actions import MIN_NODES_TO_FIND
+
+    actions = set(arrays["actions"].tolist())
+    return (p.n_nodes <= MIN_NODES_TO_FIND and arrays["hook_len"][H_ALLOCATABLE] == 0
+            and P.SLA not in arrays["p_kind"] and not actions & {int(Action.PREEMPT), int(Action.RECLAIM)})
 
 
 def _snapshot_arrays(c: Compiled) -> dict:
@@ -339,12 +355,14 @@ def _snapshot_arrays(c: Compiled) -> dict:
     p = c.problem
     phase = np.full(p.n_jobs, -1, np.int64)
     node = np.full(p.n_tasks, -1, np.int64)
+    snapshots = [(i, job.status) for i, job in enumerate(c.source.jobs) if job.status is not None]
+    if not snapshots:
+        return {"j_init_phase": phase, "t_init_node": node}
     node_index = {name: n for n, name in enumerate(p.node_names)}
     given = np.flatnonzero(c.jobs.spec >= 0)
-    for j, spec in zip(given.tolist(), c.jobs.spec[given].tolist()):
-        status = c.source.jobs[spec].status
-        if status is None:
-            continue
+    row_of = dict(zip(c.jobs.spec[given].tolist(), given.tolist()))
+    for spec, status in snapshots:
+        j = row_of[spec]
         phase[j] = PodGroupPhase[status.phase.upper()]
         for t in range(c.job_pods[j], c.job_pods[j + 1]):
             placed = status.running.get(p.role_names[p.task_role[t]], [])

@@ -21,6 +21,7 @@ from .core_state import (
     I_BOOKS,
     I_CREATED,
     I_IN_SESSION,
+    I_NODES,
     I_SESSIONS,
     I_TO_CLOSE,
     I_TO_START,
@@ -235,9 +236,11 @@ def list_remove(first, after, before, t, n):
 def pod_view(s, t, n, sign):
     """The pods the node's Kubernetes NodeInfo holds (predicates' max pods, nodeorder's scores):
     every task placed on it, but one evicted in the current session (``s.pods`` columns: count,
-    cpu, memory, gpu requested, pods without a cpu / memory request)."""
+    cpu, memory, gpu requested, pods without a cpu / memory request). Every change of a node's
+    books passes here and counts up ``ints[I_NODES]``."""
     req, view = s.t_req[t], s.pods[n]
     s.n_version[n] += 1
+    s.ints[I_NODES] += 1
     view[0] += sign
     view[1] += sign * req[CPU]
     view[2] += sign * req[MEMORY]

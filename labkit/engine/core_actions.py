@@ -92,6 +92,7 @@ from .core_state import (
     I_IN_SESSION,
     I_LIVE,
     I_NEXT_NODE,
+    I_NODES,
     I_OTHERS,
     I_OVERFLOW,
     I_PENDING_GROUPS,
@@ -867,6 +868,23 @@ def next_job(s, q, lists):
 
 
 @jit
+def attempt_known_to_fail(s, j):
+    """Job ``j``'s last allocate attempt was discarded, and since then no node's books and nothing
+    of the job changed (``ints[I_NODES]``, ``s.j_ver``): this attempt would read the same and be
+    discarded too, leaving nothing behind that a later step reads (``s.attempt_memo`` says when
+    that holds). A blocked head of a StrictFIFO queue is then passed over in the sessions that
+    arrivals bring."""
+    return s.jm_nodes[j] == s.ints[I_NODES] + 1 and s.jm_ver[j] == s.j_ver[j] + 1
+
+
+@jit
+def remember_attempt_failed(s, j):
+    """The attempt was discarded: the books it read are back as they were."""
+    s.jm_nodes[j] = s.ints[I_NODES] + 1
+    s.jm_ver[j] = s.j_ver[j] + 1
+
+
+@jit
 def allocate(s, now):
     """allocate: one job per queue turn (Overused queues dropped), its pending tasks in one
     statement, committed when the job is ready; under StrictFIFO a queue whose job is not ready
@@ -888,6 +906,11 @@ def allocate(s, now):
         if not has_job(s, q, lists):
             continue
         j = next_job(s, q, lists)
+        if s.attempt_memo and attempt_known_to_fail(s, j):
+            if s.strict_fifo:
+                continue
+            push(s, HEAP_QUEUE, 0, q)
+            continue
         if first_touch(s.th_mark, j, worksheet):
             # the job's worksheet (its pending tasks in task order), made when the job is first
             # popped: until then no statement touches its pods, and most jobs of a long queue are
@@ -903,6 +926,8 @@ def allocate(s, now):
             if s.th_n[j] > 0:
                 push(s, HEAP_JOB, q, j)
         else:
+            if not kept and s.attempt_memo:
+                remember_attempt_failed(s, j)
             s.ints[I_TOP] = start  # a pipelined job keeps its placements; the statement is dropped
             if s.strict_fifo:
                 continue  # StrictFIFO: the queue's head did not fit, so the queue stops here
