@@ -399,7 +399,6 @@ def static_arrays(c: Compiled) -> dict:
     p = c.problem
     total = p.node_allocatable.sum(axis=0)
     names = p.resource_names
-    I, F, B = np.int64, float, bool
     arrays = {
         "node_alloc": core_view(p.node_allocatable, F), "node_sched": core_view(p.node_schedulable, B),
         "node_speed": core_view(c.node_speed, F), "class_ok": core_view(p.class_node_ok, B),
