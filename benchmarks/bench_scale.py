@@ -28,7 +28,7 @@ from pathlib import Path
 
 import labkit
 from labkit import spec
-from labkit.workloads import traces
+from labkit.workloads import multi_tenant, traces
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 HELIOS_JOBS_PER_S = 244.0
@@ -122,43 +122,17 @@ def interrupted(done: list[str]) -> None:
 # ---------------------------------------------------------------------------------------- cases
 
 
-SIZES, WEIGHTS = (1, 2, 4, 8, 16, 32), (0.7, 0.1, 0.08, 0.08, 0.03, 0.01)
-"""GPUs per job, Philly-like: most jobs one GPU, one in 25 a gang of 2-4 pods of 8 GPUs."""
-GANG = 16
-"""From this many GPUs a job is a multi-pod gang (pods of 8 GPUs, `traces.cluster`'s nodes)."""
-
-
 def synthetic(jobs: int, gpus: int, tenants: int = 4, load: float = 0.8,
               gangs_preemptible: bool = False) -> spec.Scenario:
-    """`jobs` Philly-like jobs (1-32 GPUs, lognormal run times) from `tenants` equal queues at `load`.
-
-    Each tenant has two generators with the same arrival process split by size: single-pod jobs
-    (1-8 GPUs), preemptible, and multi-pod gangs (16, 32 GPUs), which carry
+    """`jobs` Philly-like jobs (`labkit.workloads.multi_tenant`: 1-32 GPUs, lognormal run times)
+    from `tenants` equal queues at `load` on `traces.cluster(gpus)`. The gangs (16, 32 GPUs) carry
     `volcano.sh/preemptable: false` unless `gangs_preemptible`, as the case study's pre-training
     does: with every job of one priority, drf lets a pending job preempt a pod of a larger job in
     its queue, the gang restarts below minAvailable, and the run churns (benchmarks/README.md)."""
-    median, sigma, cap = 1200.0, 1.0, 100_000.0
-    gpu_seconds = sum(s * w for s, w in zip(SIZES, WEIGHTS)) * median * 1.6487  # lognormal mean
-    interval = gpu_seconds * tenants / (load * gpus)
-    names = [f"team-{i}" for i in range(tenants)]
-    single = [s < GANG for s in SIZES]
-    share = sum(w for w, one in zip(WEIGHTS, single) if one) / sum(WEIGHTS)
-    per_tenant = jobs // tenants
-    parts = (("single", True, share, round(per_tenant * share)),
-             ("gang", False, 1.0 - share, per_tenant - round(per_tenant * share)))
-    loads = [{"name": f"{name}-{part}", "namespace": name, "queue": name, "count": count,
-              "arrival": {"process": "poisson", "interval": round(interval / fraction, 3)},
-              "gpus": {"distribution": "choice", "choices": [s for s, one in zip(SIZES, single) if one == one_pod],
-                       "weights": [w for w, one in zip(WEIGHTS, single) if one == one_pod]},
-              "duration": {"distribution": "lognormal", "median": median, "sigma": sigma, "max": cap},
-              **({} if one_pod else {"preemptible": gangs_preemptible})}
-             for name in names for part, one_pod, fraction, count in parts if count]
     return spec.validate({
         "name": f"synthetic-{jobs}",
         "cluster": traces.cluster(gpus),
-        "tenants": [{"name": n} for n in names],
-        "queues": [{"name": n} for n in names],
-        "workloads": loads,
+        **multi_tenant(jobs, gpus, tenants, load, gangs_preemptible=gangs_preemptible),
         "scheduler": {"policy": POLICY},
     })
 

@@ -19,6 +19,7 @@ from labkit.engine import core
 from labkit.engine.reference import run_session
 from labkit.engine.simulate import result_of, with_policy
 from labkit.errors import LabkitError, SpecError
+from labkit.workloads import multi_tenant
 
 EVENT_KEY = ["time", "kind", "job", "task", "node"]
 QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -65,29 +66,14 @@ def test_resource_quota_admission_under_volcano(scenario, policy):
 def large_cluster(nodes: int, jobs: int, load: float, gangs_preemptible: bool, seed: int) -> spec.Scenario:
     """Four tenants on more than 100 nodes of 8 GPUs (beyond 100 nodes Volcano scans a share of
     them from a rotating start, and the core's shortcuts for failed attempts differ): single-pod
-    jobs of 1-8 GPUs, preemptible, and gangs of 2-4 pods of 8 GPUs, preemptible or not."""
-    sizes, weights = [1, 2, 4, 8, 16, 32], [0.2, 0.05, 0.05, 0.2, 0.3, 0.2]
-    mean_gpu_seconds = sum(s * w for s, w in zip(sizes, weights)) * 1200 * 1.6487
-    interval = mean_gpu_seconds * 4 / (load * nodes * 8)
-    loads = []
-    for tenant in ("t0", "t1", "t2", "t3"):
-        for part, single in (("single", True), ("gang", False)):
-            choices = [x for x in sizes if (x < 16) == single]
-            share = sum(w for x, w in zip(sizes, weights) if (x < 16) == single)
-            loads.append({"name": f"{tenant}-{part}", "namespace": tenant, "queue": tenant,
-                          "count": max(1, round(jobs / 4 * share)),
-                          "arrival": {"process": "poisson", "interval": round(interval / share, 3)},
-                          "gpus": {"distribution": "choice", "choices": choices,
-                                   "weights": [w for x, w in zip(sizes, weights) if x in choices]},
-                          "duration": {"distribution": "lognormal", "median": 1200, "sigma": 1.0, "max": 20000},
-                          **({} if single else {"preemptible": gangs_preemptible})})
+    jobs of 1-8 GPUs, preemptible, and as many gangs of 2-4 pods of 8 GPUs, preemptible or not."""
+    workload = multi_tenant(jobs, nodes * 8, load=load, weights=(0.2, 0.05, 0.05, 0.2, 0.3, 0.2), cap=20_000,
+                            gangs_preemptible=gangs_preemptible)
     return spec.validate({
         "name": "large-cluster", "seed": seed, "horizon": "4h",
         "cluster": {"pools": [{"name": "n", "count": nodes,
                                "resources": {"nvidia.com/gpu": 8, "cpu": 96, "memory": "1024Gi"}}]},
-        "tenants": [{"name": t} for t in ("t0", "t1", "t2", "t3")],
-        "queues": [{"name": t} for t in ("t0", "t1", "t2", "t3")],
-        "workloads": loads, "scheduler": {"policy": "volcano-multitenant"}})
+        **workload, "scheduler": {"policy": "volcano-multitenant"}})
 
 
 @pytest.mark.parametrize(("nodes", "gangs_preemptible", "seed"), [(101, False, 3), (110, True, 5)])

@@ -17,7 +17,7 @@ from labkit.engine.compile import compile_scenario
 from labkit.errors import SpecError
 from labkit.spec.model import Distribution, Job, Workload
 from labkit.spec.quantity import parse_duration
-from labkit.workloads import draw, expand, job_table, table_key
+from labkit.workloads import draw, expand, job_table, multi_tenant, table_key, traces
 from labkit.workloads.table import _COLUMNS, UNTABLED
 
 EVENT_KEY = ["time", "kind", "job", "task", "node", "reason", "message"]
@@ -205,3 +205,21 @@ def test_a_cached_compile_comes_back_with_the_callers_scenario():
     again = spec.validate(scenario.model_dump(mode="json", by_alias=True, exclude_unset=True))
     second = core.prepare(again)[0]
     assert second.problem is first.problem and second.source is again
+
+
+@pytest.mark.parametrize("preemptible", [False, True])
+def test_multi_tenant_offers_its_load_from_each_tenant(preemptible):
+    """Each tenant's jobs split into single-pod jobs and gangs of one arrival process; the jobs
+    drawn offer about `load` of the cluster's GPUs (GPU-seconds over the arrival span)."""
+    load, gpus = 0.6, 512
+    fragment = multi_tenant(4000, gpus, load=load, gangs_preemptible=preemptible)
+    assert [w["queue"] for w in fragment["workloads"]] == [f"team-{i}" for i in range(4) for _ in range(2)]
+    assert sum(w["count"] for w in fragment["workloads"]) == 4000
+    gangs = [w for w in fragment["workloads"] if w["name"].endswith("-gang")]
+    assert all(min(w["gpus"]["choices"]) >= 16 and w["preemptible"] is preemptible for w in gangs)
+    jobs = expand(spec.validate({"cluster": traces.cluster(gpus), **fragment, "seed": 7})).jobs
+    submit = np.array([parse_duration(j.submit) for j in jobs])
+    gpu_seconds = sum(sum(t.replicas_resolved * float(t.resources.get("nvidia.com/gpu", 0)) for t in j.tasks)
+                      * parse_duration(j.duration) for j in jobs)
+    offered = gpu_seconds / (submit.max() - submit.min()) / gpus
+    assert abs(offered - load) < 0.15 * load

@@ -217,3 +217,34 @@ def expand(scenario: Scenario) -> Scenario:
     data["jobs"] = jobs
     data.pop("workloads")
     return validate(data)
+
+
+def multi_tenant(jobs: int, gpus: int, tenants: int = 4, load: float = 0.8,
+                 sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32),
+                 weights: tuple[float, ...] = (0.7, 0.1, 0.08, 0.08, 0.03, 0.01), gang: int = 16,
+                 median: float = 1200.0, sigma: float = 1.0, cap: float = 100_000.0,
+                 gangs_preemptible: bool = False) -> dict:
+    """A multi-tenant training workload as a Scenario fragment (``tenants``, ``queues``,
+    ``workloads``): `tenants` equal queues team-0, team-1, ..., each with about `jobs / tenants`
+    jobs from two generators of one Poisson arrival process split by size: single-pod jobs (fewer
+    than `gang` GPUs, preemptible) and multi-pod gangs (preemptible only with `gangs_preemptible`),
+    GPU counts drawn from `sizes` by `weights`, lognormal run times (`median`, `sigma`, at most
+    `cap` seconds), arriving at `load` of `gpus` GPUs. The defaults are Philly-like: most jobs one
+    GPU, one in 25 a gang of 2-4 pods of 8 GPUs."""
+    mean = median * round(math.exp(sigma ** 2 / 2), 4)  # a lognormal's mean, to the 4 places the recorded runs used
+    gpu_seconds = sum(s * w for s, w in zip(sizes, weights)) * mean
+    interval = gpu_seconds * tenants / (load * gpus)
+    names = [f"team-{i}" for i in range(tenants)]
+    single = [s < gang for s in sizes]
+    share = sum(w for w, one in zip(weights, single) if one) / sum(weights)
+    per_tenant = jobs // tenants
+    parts = (("single", True, share, round(per_tenant * share)),
+             ("gang", False, 1.0 - share, per_tenant - round(per_tenant * share)))
+    loads = [{"name": f"{name}-{part}", "namespace": name, "queue": name, "count": count,
+              "arrival": {"process": "poisson", "interval": round(interval / fraction, 3)},
+              "gpus": {"distribution": "choice", "choices": [s for s, one in zip(sizes, single) if one == one_pod],
+                       "weights": [w for w, one in zip(weights, single) if one == one_pod]},
+              "duration": {"distribution": "lognormal", "median": median, "sigma": sigma, "max": cap},
+              **({} if one_pod else {"preemptible": gangs_preemptible})}
+             for name in names for part, one_pod, fraction, count in parts if count]
+    return {"tenants": [{"name": n} for n in names], "queues": [{"name": n} for n in names], "workloads": loads}
