@@ -136,6 +136,10 @@ MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
 
 SCOPE_QUEUE, SCOPE_JOB, SCOPE_RECLAIM = 0, 1, -1
 
+# What an attempt for one task came to: placed (pipelined), failed, or passed over as known to
+# fail with nothing changed but the rotating start (core_actions.pass_over)
+TASK_FAILED, TASK_PLACED, TASK_PASSED = 0, 1, 2
+
 # -------------------------------------------------------------------------------- statements
 
 
@@ -1132,17 +1136,42 @@ def predicates_pass_everywhere(s, t):
 @jit
 def pass_over(s, t):
     """An attempt known to fail is not made, but its node scan moves the rotating start as
-    it would: when the task's predicates pass every node, without looking at them."""
+    it would: when the task's predicates pass every node, without looking at them (then True:
+    the start moved by :func:`scan_step`, nothing else changed)."""
     if excludes_nodes(s, t) or not predicates_pass_everywhere(s, t):
         preempt_candidates(s, t)
-        return
-    nn = s.all_nodes.size
+        return False
     s.ints[I_UNRESOLVABLE] = 0
-    if nn == 0:
-        return
+    nn = s.all_nodes.size
+    if nn > 0:
+        s.ints[I_NEXT_NODE] = (s.ints[I_NEXT_NODE] + scan_step(nn)) % nn
+    return True
+
+
+@jit
+def scan_step(nn):
+    """How far a preempt scan over ``nn`` nodes that all pass moves the rotating start."""
     wanted = nodes_to_find(nn)
-    processed = nn if wanted >= nn else wanted + 1
-    s.ints[I_NEXT_NODE] = (s.ints[I_NEXT_NODE] + processed) % nn
+    return nn if wanted >= nn else wanted + 1
+
+
+@jit
+def pass_over_alike(s, t, j):
+    """Task ``t`` was just passed over (:func:`pass_over` True) and nothing changed since: the
+    tasks next in job ``j``'s task heap that are like it (request shape, class, priority, flags,
+    no fit error keeping nodes out) would each be passed over the same way, so they are taken off
+    the heap at once and the rotating start moved as their pass-overs would move it."""
+    nn = s.all_nodes.size
+    step = scan_step(nn) if nn > 0 else 0
+    base = s.j_lo[j]
+    while s.th_n[j] > 0:
+        u = s.th[base]
+        if (s.t_shape[u] != s.t_shape[t] or s.t_class[u] != s.t_class[t] or s.t_prio[u] != s.t_prio[t]
+                or s.t_be[u] != s.t_be[t] or s.t_never[u] != s.t_never[t] or excludes_nodes(s, u)):
+            return
+        pop(s, HEAP_TASK, j)
+        if nn > 0:
+            s.ints[I_NEXT_NODE] = (s.ints[I_NEXT_NODE] + step) % nn
 
 
 @jit
@@ -1333,26 +1362,27 @@ def fits_on_node(s, q, t, n):
 @jit
 def preempt_task(s, t, scope):
     """normalPreempt: nodes by descending score; on each, evict Preemptable victims in victim
-    order until the task fits, then pipeline it there (a node that never fits is undone)."""
+    order until the task fits, then pipeline it there (a node that never fits is undone).
+    TASK_PLACED, TASK_FAILED, or TASK_PASSED: passed over with nothing changed but the rotating start."""
     if s.t_never[t]:
-        return False
+        return TASK_FAILED
     j = s.t_job[t]
     q = s.j_queue[j]
     kind = M_PREEMPT_QUEUE if scope == SCOPE_QUEUE else M_PREEMPT_JOB
     if failure_known(s, kind, t) or (scope == SCOPE_JOB and comparable(s, kind, t) and not allocatable(s, q, t)):
-        pass_over(s, t)  # (a job with nothing placed has no victims of its own: its queue must allow the task)
-        return False
+        # (a job with nothing placed has no victims of its own: its queue must allow the task)
+        return TASK_PASSED if pass_over(s, t) else TASK_FAILED
     none = no_victims_anywhere(s, t, scope, j)
     if none and (not allocatable(s, q, t) or fit_known_to_fail(s, t)):
-        pass_over(s, t)  # (no victims, and no node where the task fits as things are)
+        passed = pass_over(s, t)  # (no victims, and no node where the task fits as things are)
         remember_failure(s, kind, t)
-        return False
+        return TASK_PASSED if passed else TASK_FAILED
     found, nn, every = preempt_candidates(s, t)
     if none:
         n = best_room_without_victims(s, t, scope, j, found)
         if n >= 0:
             pipeline(s, t, n)
-            return True
+            return TASK_PLACED
     else:
         sort_nodes(s, t, found)
         for k in range(found):
@@ -1369,13 +1399,13 @@ def preempt_task(s, t, scope):
                 fits = fits_on_node(s, q, t, n)
             if fits:
                 pipeline(s, t, n)
-                return True
+                return TASK_PLACED
             discard(s, start)
     if comparable(s, kind, t) and (every or fails_beyond_scan(s, t, scope, j, found, nn, none)):
         remember_failure(s, kind, t)
         if none and not excludes_nodes(s, t):
             remember_fits_nowhere(s, t)  # (the queue allows the task: no node fits it)
-    return False
+    return TASK_FAILED
 
 
 @jit
@@ -1422,7 +1452,9 @@ def preempt(s, now):
             j = pop(s, HEAP_JOB, q)
             start = s.ints[I_TOP]
             while job_starving(s, j) and s.th_n[j] > 0:
-                preempt_task(s, pop(s, HEAP_TASK, j), SCOPE_QUEUE)
+                t = pop(s, HEAP_TASK, j)
+                if preempt_task(s, t, SCOPE_QUEUE) == TASK_PASSED:
+                    pass_over_alike(s, t, j)
             if vote(s, H_JOB_PIPELINED, j, now):
                 commit(s, start)
             else:
@@ -1432,7 +1464,7 @@ def preempt(s, now):
             tasks_with_status(s, j, PENDING)
             while s.th_n[j] > 0:
                 start = s.ints[I_TOP]
-                if not preempt_task(s, pop(s, HEAP_TASK, j), SCOPE_JOB):
+                if preempt_task(s, pop(s, HEAP_TASK, j), SCOPE_JOB) != TASK_PLACED:
                     discard(s, start)
                     break
                 commit(s, start)
@@ -1441,10 +1473,10 @@ def preempt(s, now):
 @jit
 def reclaim_task(s, t, j):
     """reclaimForTask: on the first feasible node where the Reclaimable victims make room,
-    evict them in victim order while the request does not fit, then pipeline the task."""
+    evict them in victim order while the request does not fit, then pipeline the task
+    (:func:`preempt_task`'s outcomes)."""
     if failure_known(s, M_RECLAIM, t):
-        pass_over(s, t)
-        return
+        return TASK_PASSED if pass_over(s, t) else TASK_FAILED
     found, nn, every = preempt_candidates(s, t)
     # the vote's bound is read by the node loop and by fails_beyond_scan, neither of which runs
     # when the scan found no node and saw them all
@@ -1456,7 +1488,7 @@ def reclaim_task(s, t, j):
         if none:
             if room_without_victims(s, t, n, SCOPE_RECLAIM, j):
                 pipeline(s, t, n)
-                return
+                return TASK_PLACED
             continue
         nv = victims_on(s, t, n, SCOPE_RECLAIM, j)
         if nv < 0:
@@ -1473,9 +1505,10 @@ def reclaim_task(s, t, j):
             discard(s, start)
             continue
         pipeline(s, t, n)
-        return
+        return TASK_PLACED
     if every or fails_beyond_scan(s, t, SCOPE_RECLAIM, j, found, nn, none):
         remember_failure(s, M_RECLAIM, t)
+    return TASK_FAILED
 
 
 @jit
@@ -1505,7 +1538,8 @@ def reclaim(s, now):
                 t = pop(s, HEAP_TASK, j)
                 if s.t_never[t] or not preemptive(s, q, t):
                     continue
-                reclaim_task(s, t, j)
+                if reclaim_task(s, t, j) == TASK_PASSED:
+                    pass_over_alike(s, t, j)
             if vote(s, H_JOB_PIPELINED, j, now):
                 commit(s, start)
             else:
