@@ -412,13 +412,11 @@ def waiting_list(s, j):
 
 
 @jit
-def waiting_at(s, j):
-    """Where in job ``j``'s waiting list the first job at or after its order is."""
-    lo, hi = waiting_list(s, j)
-    key = s.j_worder[j]
+def ordered_at(jobs, lo, hi, order, key):
+    """Where in ``jobs[lo:hi]``, sorted by ``order[job]``, the first job at or after ``key`` is."""
     while lo < hi:
         mid = (lo + hi) // 2
-        if s.j_worder[s.w_job[mid]] < key:
+        if order[jobs[mid]] < key:
             lo = mid + 1
         else:
             hi = mid
@@ -426,20 +424,37 @@ def waiting_at(s, j):
 
 
 @jit
-def waiting_insert(s, j):
-    at, end = waiting_at(s, j), waiting_list(s, j)[1]
+def shift_in(jobs, at, end, j):
+    """``j`` into ``jobs[at]``, the jobs of ``jobs[at:end]`` one place on."""
     for k in range(end, at, -1):
-        s.w_job[k] = s.w_job[k - 1]
-    s.w_job[at] = j
+        jobs[k] = jobs[k - 1]
+    jobs[at] = j
+
+
+@jit
+def shift_out(jobs, at, end):
+    """``jobs[at]`` out, the jobs of ``jobs[at + 1:end]`` one place back."""
+    for k in range(at, end - 1):
+        jobs[k] = jobs[k + 1]
+
+
+@jit
+def waiting_at(s, j):
+    """Where in job ``j``'s waiting list the first job at or after its order is."""
+    lo, hi = waiting_list(s, j)
+    return ordered_at(s.w_job, lo, hi, s.j_worder, s.j_worder[j])
+
+
+@jit
+def waiting_insert(s, j):
+    shift_in(s.w_job, waiting_at(s, j), waiting_list(s, j)[1], j)
     s.w_n[s.j_queue[j], s.j_mshape[j]] += 1
     s.ints[I_PENDING_GROUPS] += 1
 
 
 @jit
 def waiting_remove(s, j):
-    at, end = waiting_at(s, j), waiting_list(s, j)[1]
-    for k in range(at, end - 1):
-        s.w_job[k] = s.w_job[k + 1]
+    shift_out(s.w_job, waiting_at(s, j), waiting_list(s, j)[1])
     s.w_n[s.j_queue[j], s.j_mshape[j]] -= 1
     s.ints[I_PENDING_GROUPS] -= 1
 
@@ -459,19 +474,14 @@ def active_at(s, j):
 
 @jit
 def active_insert(s, j):
-    at, end = active_at(s, j), s.ints[I_ACTIVE]
-    for k in range(end, at, -1):
-        s.act[k] = s.act[k - 1]
-    s.act[at] = j
-    s.ints[I_ACTIVE] = end + 1
+    shift_in(s.act, active_at(s, j), s.ints[I_ACTIVE], j)
+    s.ints[I_ACTIVE] += 1
 
 
 @jit
 def active_remove(s, j):
-    at, end = active_at(s, j), s.ints[I_ACTIVE]
-    for k in range(at, end - 1):
-        s.act[k] = s.act[k + 1]
-    s.ints[I_ACTIVE] = end - 1
+    shift_out(s.act, active_at(s, j), s.ints[I_ACTIVE])
+    s.ints[I_ACTIVE] -= 1
 
 
 @jit
@@ -758,16 +768,8 @@ def candidate_kind(s, j):
 @jit
 def plain_at(s, j):
     """Where job ``j`` is, or goes, in its queue's plain candidates (sorted by ``s.j_worder``)."""
-    q = s.j_queue[j]
-    lo, hi = s.al_off[q], s.al_off[q] + s.al_n[q]
-    key = s.j_worder[j]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if s.j_worder[s.al_job[mid]] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    lo = s.al_off[s.j_queue[j]]
+    return ordered_at(s.al_job, lo, lo + s.al_n[s.j_queue[j]], s.j_worder, s.j_worder[j])
 
 
 @jit
@@ -775,9 +777,7 @@ def candidate_leave(s, j):
     kind = s.ac_kind[j]
     if kind == AC_PLAIN:
         q = s.j_queue[j]
-        end = s.al_off[q] + s.al_n[q]
-        for k in range(plain_at(s, j), end - 1):
-            s.al_job[k] = s.al_job[k + 1]
+        shift_out(s.al_job, plain_at(s, j), s.al_off[q] + s.al_n[q])
         s.al_n[q] -= 1
     elif kind == AC_OTHER:
         last = s.ints[I_OTHERS] - 1
@@ -793,10 +793,7 @@ def candidate_leave(s, j):
 def candidate_enter(s, j, kind):
     if kind == AC_PLAIN:
         q = s.j_queue[j]
-        at, end = plain_at(s, j), s.al_off[q] + s.al_n[q]
-        for k in range(end, at, -1):
-            s.al_job[k] = s.al_job[k - 1]
-        s.al_job[at] = j
+        shift_in(s.al_job, plain_at(s, j), s.al_off[q] + s.al_n[q], j)
         s.al_n[q] += 1
     elif kind == AC_OTHER:
         s.ao_at[j] = s.ints[I_OTHERS]
