@@ -8,7 +8,9 @@ eviction). `Recorder.result()` turns that into the simulator's tables, in scenar
 waits for the next multiple of the (scaled) bf_resolution, since Slurm floors reservation times on
 the epoch's grid and the simulator on the scenario's. Slurm's times have one-second
 resolution, so they are exact to `time_scale` scenario seconds; pending reasons and requeues carry
-the time they were seen (poll interval 0.5 s).
+the time they were seen (poll interval 0.5 s). A job is submitted only once the controller has
+looked at every job submitted before it (`settle`), so jobs reach the scheduler in the scenario's order
+even when slurmctld is slow; the submit time recorded is the one Slurm gives.
 
 Table notes: `queue` is the partition, `priority` Slurm's job priority (multifactor), `enqueue` the
 submit time (Slurm has no admission stage), `evictions` the requeues (a preempted requeued job
@@ -37,6 +39,8 @@ FINAL_STATES = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "PREEMP
                           "DEADLINE", "OUT_OF_MEMORY"})
 """Job states after which Slurm does nothing more with the job."""
 POLL_SECONDS = 0.5
+SETTLE_SECONDS, SETTLE_POLL_SECONDS = 15.0, 0.1
+"""How long a submission waits for the controller to have looked at the jobs submitted before it."""
 SUBMIT_MARGIN = 0.2
 """Jobs are submitted this long after their whole second: Slurm's clock is whole seconds read with time(),
 which can lag the precise clock by milliseconds, and should read the second the job was meant for."""
@@ -215,6 +219,20 @@ def submit(cluster: Cluster, script: str) -> tuple[int | None, str]:
     return int(done.stdout.strip().split(";")[0]), ""
 
 
+def settle(cluster: Cluster, ids: list[int], timeout: float) -> None:
+    """Wait (up to `timeout` s) until the controller has looked at every job in `ids`: none is still
+    PENDING with Reason=None. Slurm schedules a new job in a deferred pass, so a job submitted a
+    second later could otherwise be ranked with it in one pass, and the later job's higher priority
+    would take the nodes the earlier one would have had: the scenario's submit order would be lost."""
+    deadline = time.time() + timeout
+    while ids and time.time() < deadline:
+        records = parse.jobs(cluster.command("scontrol", "-o", "show", "job", timeout=10))
+        if not any(records.get(i, {}).get("JobState") == "PENDING" and records[i].get("Reason") == "None"
+                   for i in ids):
+            return
+        time.sleep(SETTLE_POLL_SECONDS)
+
+
 def run(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float = 1.0, timeout: float = 3600,
         progress: Callable[[str], None] | None = None) -> Result:
     """Run the (expanded) scenario on the state dir's running Slurm; restarts it if its slurm.conf differs.
@@ -246,7 +264,10 @@ def run(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float
     time.sleep(max(0.0, begin - time.time()))
     while True:
         now = time.time()
-        while waiting and begin + jobs[waiting[0]].submit <= now:
+        if waiting and begin + jobs[waiting[0]].submit <= now:
+            settle(cluster, recorder.ids(unfinished=True), SETTLE_SECONDS)
+        due_at = jobs[waiting[0]].submit if waiting else math.nan
+        while waiting and jobs[waiting[0]].submit == due_at and begin + due_at <= now:
             index = waiting.pop(0)
             script = cluster.dir / "jobs" / f"{jobs[index].key.replace('/', '.')}.sbatch"
             job_id, error = submit(cluster, str(script))
