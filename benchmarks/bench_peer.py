@@ -86,27 +86,36 @@ def run_helios(folder: Path, jobs: pd.DataFrame, nodes: int, period: float) -> t
     return wall, log.set_index("job_id")["start_time"]
 
 
-def load_trace(path: Path, quick: bool) -> dict:
-    """cluster03 on 32 x 8 GPUs (`--quick`: its first 100 jobs; a synthetic stand-in if absent)."""
+def load_trace(path: Path, quick: bool, sizes: list[int] | None = None) -> dict:
+    """cluster03 on 32 x 8 GPUs (`--quick`: its first 100 jobs; a synthetic stand-in if absent),
+    only its jobs of `sizes` GPUs when given."""
     if path.exists():
         fragment = traces.elasticflow(path, gpus=256)
-        if quick:
-            fragment["jobs"] = fragment["jobs"][:100]
-        return fragment
-    if not quick:
+    elif not quick:
         raise SystemExit(f"{path} is absent: the peer benchmark needs it (see README.md, Traces)")
-    rng = np.random.default_rng(0)
-    with tempfile.TemporaryDirectory() as tmp:
-        csv = Path(tmp) / "cluster-synthetic.csv"
-        pd.DataFrame({"job_id": [f"j{i}" for i in range(100)],
-                      "submission_time": np.cumsum(rng.integers(0, 600, 100)),
-                      "duration": rng.integers(60, 20_000, 100),
-                      "num_gpu": rng.choice([1, 2, 8, 16, 32], 100)}).to_csv(csv, index=False)
-        return traces.elasticflow(csv, gpus=256)
+    else:
+        rng = np.random.default_rng(0)
+        with tempfile.TemporaryDirectory() as tmp:
+            csv = Path(tmp) / "cluster-synthetic.csv"
+            pd.DataFrame({"job_id": [f"j{i}" for i in range(100)],
+                          "submission_time": np.cumsum(rng.integers(0, 600, 100)),
+                          "duration": rng.integers(60, 20_000, 100),
+                          "num_gpu": rng.choice([1, 2, 8, 16, 32], 100)}).to_csv(csv, index=False)
+            fragment = traces.elasticflow(csv, gpus=256)
+    (load,) = fragment["workloads"]  # ElasticFlow has no tenants: one trace workload, in submit order
+    jobs = pd.DataFrame(load["trace"])
+    if sizes:
+        jobs = jobs[jobs["gpus"].isin(sizes)]
+    if quick:
+        jobs = jobs.head(100)
+    load["trace"] = {column: jobs[column].tolist() for column in load["trace"]}
+    return fragment
 
 
-def job_gpus(job: dict) -> int:
-    return sum(t["replicas"] * t["resources"].get(traces.GPU, 0) for t in job["tasks"])
+def trace_jobs(fragment: dict) -> pd.DataFrame:
+    """The trace's jobs (name, submit, duration, gpus), in submit order."""
+    (load,) = fragment["workloads"]
+    return pd.DataFrame(load["trace"]).rename(columns={"names": "name"})
 
 
 def compare(ours: pd.Series, theirs: pd.Series) -> dict:
@@ -143,9 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     done: list[str] = []
     progress = Progress(2 if folder else 1, "bench_peer")
     try:
-        fragment = load_trace(args.trace, args.quick)
-        if args.gpus:
-            fragment["jobs"] = [j for j in fragment["jobs"] if job_gpus(j) in args.gpus]
+        fragment = load_trace(args.trace, args.quick, args.gpus)
         scenario = spec.validate({**fragment, "name": "elasticflow-cluster03", "scheduler": {"policy": POLICY}})
         period = float(scenario.scheduler.schedule_period)
         progress.start(f"labkit {POLICY}")
@@ -159,10 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         ours_s = float(np.median(times))
         progress.step()
         done.append("labkit")
-        jobs = pd.DataFrame({"name": [j.name for j in scenario.jobs], "submit": [float(j.submit) for j in scenario.jobs],
-                             "duration": [float(j.duration) for j in scenario.jobs],
-                             "gpus": result.jobs["gpus"].to_numpy()})
-        count, first = overtakes(jobs, result.jobs["start"].to_numpy(float))
+        jobs = trace_jobs(fragment)
+        count, first = overtakes(jobs, result.jobs.set_index("name")["start"].reindex(jobs["name"]).to_numpy(float))
         figures = {"engine": engine, "jobs": len(jobs), "labkit_s": ours_s, "warm_s": warm, "events": len(result.events),
                    "overtakes": count, "first_overtake": first}
         print(f"labkit [engine={engine}, policy={POLICY}]: {len(jobs):,} jobs on 32 x 8 GPUs in {ours_s:.3f} s "

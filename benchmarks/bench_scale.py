@@ -56,7 +56,10 @@ def warm_up(scenario: spec.Scenario, engine: str) -> float:
     data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
     data["jobs"] = data.get("jobs", [])[:20]
     for load in data.get("workloads", []):
-        load["count"] = 5
+        if "trace" in load:
+            load["trace"] = {column: values[:5] for column, values in load["trace"].items()}
+        else:
+            load["count"] = 5
     t0 = time.perf_counter()
     simulate(spec.validate(data), engine)
     return time.perf_counter() - t0

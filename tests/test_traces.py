@@ -9,7 +9,7 @@ import pytest
 import labkit
 from labkit import spec
 from labkit.errors import SpecError
-from labkit.workloads import traces
+from labkit.workloads import expand, traces
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
@@ -60,17 +60,30 @@ def by_name(fragment: dict) -> dict[str, dict]:
     return {j["name"]: j for j in fragment["jobs"]}
 
 
+def expanded(fragment: dict) -> list:
+    """A trace fragment's jobs as `expand` makes them (Job models, in submit order)."""
+    return expand(spec.validate({"cluster": traces.cluster(2048), **fragment})).jobs
+
+
+def trace_names(fragment: dict) -> list[str]:
+    return [j.name for j in expanded(fragment)]
+
+
 # ---------------------------------------------------------------------------------------- philly
 
 
 def test_philly_tenants_become_queues_and_gangs_whole_nodes(tmp_path):
     frag = traces.philly(write(tmp_path, "philly.csv", PHILLY), gpus=64)
-    jobs = by_name(frag)
-    assert [j["name"] for j in frag["jobs"]] == ["philly-1", "philly-0", "philly-2", "philly-3"]  # submit order
-    assert jobs["philly-1"]["submit"] == 0 and jobs["philly-0"]["submit"] == 10 and jobs["philly-3"]["submit"] == 200
-    assert jobs["philly-1"]["tasks"][0] == {"name": "worker", "replicas": 2, "resources": {"nvidia.com/gpu": 8}}
-    assert jobs["philly-2"]["tasks"][0]["resources"] == {"nvidia.com/gpu": 4}
-    assert (jobs["philly-0"]["namespace"], jobs["philly-0"]["queue"]) == ("6214e9", "6214e9")
+    assert [w["name"] for w in frag["workloads"]] == ["philly-11cb48", "philly-6214e9", "philly-ee9e8c"]
+    assert frag["workloads"][1]["trace"] == {"names": ["philly-0", "philly-2"], "submit": [10.0, 100.0],
+                                             "gpus": [1, 4], "duration": [100.0, 30.0]}
+    jobs = {j.name: j for j in expanded(frag)}
+    assert list(jobs) == ["philly-1", "philly-0", "philly-2", "philly-3"]  # submit order
+    assert jobs["philly-1"].submit == 0 and jobs["philly-0"].submit == 10 and jobs["philly-3"].submit == 200
+    task = jobs["philly-1"].tasks[0]
+    assert (task.name, task.replicas, task.resources) == ("worker", 2, {"nvidia.com/gpu": 8})
+    assert jobs["philly-2"].tasks[0].resources == {"nvidia.com/gpu": 4} and jobs["philly-2"].duration == 30
+    assert (jobs["philly-0"].namespace, jobs["philly-0"].queue) == ("6214e9", "6214e9")
     assert [q["name"] for q in frag["queues"]] == ["11cb48", "6214e9", "ee9e8c"]
     assert frag["cluster"]["pools"][0]["count"] == 8
     scenario = spec.validate({**frag, "scheduler": {"policy": "volcano-multitenant"}})
@@ -81,10 +94,10 @@ def test_philly_tenants_become_queues_and_gangs_whole_nodes(tmp_path):
 def test_queue_mapping_default_and_dict(tmp_path):
     path = write(tmp_path, "philly.csv", PHILLY)
     flat = traces.philly(path, queues="default")
-    assert flat["queues"] == [] and {j["queue"] for j in flat["jobs"]} == {"default"}
+    assert flat["queues"] == [] and [(w["name"], w["queue"]) for w in flat["workloads"]] == [("philly", "default")]
     mapped = traces.philly(path, queues={"6214e9": "big", "11cb48": "big", "ee9e8c": "small"})
     assert [q["name"] for q in mapped["queues"]] == ["big", "small"]
-    assert by_name(mapped)["philly-3"]["queue"] == "small"
+    assert {j.name: j.queue for j in expanded(mapped)}["philly-3"] == "small"
     with pytest.raises(SpecError, match="no queue for tenant 'ee9e8c'"):
         traces.philly(path, queues={"6214e9": "big", "11cb48": "big"})
 
@@ -92,14 +105,13 @@ def test_queue_mapping_default_and_dict(tmp_path):
 def test_sample_window_and_load_are_seeded_and_rescale_arrivals(tmp_path):
     path = write(tmp_path, "philly.csv", PHILLY)
     one = traces.philly(path, n=2, seed=7)
-    assert one == traces.philly(path, n=2, seed=7) and len(one["jobs"]) == 2
-    assert {j["name"] for s in range(20) for j in traces.philly(path, n=2, seed=s)["jobs"]} == {
+    assert one == traces.philly(path, n=2, seed=7) and len(trace_names(one)) == 2
+    assert {name for s in range(20) for name in trace_names(traces.philly(path, n=2, seed=s))} == {
         "philly-0", "philly-1", "philly-2", "philly-3"}
-    window = traces.philly(path, window=(5, "3m"))
-    assert [j["name"] for j in window["jobs"]] == ["philly-0", "philly-2"]
-    assert [j["submit"] for j in window["jobs"]] == [0, 90]
+    window = expanded(traces.philly(path, window=(5, "3m")))
+    assert [(j.name, j.submit) for j in window] == [("philly-0", 0), ("philly-2", 90)]
     doubled = traces.philly(path, load=2.0)
-    assert [j["submit"] for j in doubled["jobs"]] == [0, 5, 50, 100]
+    assert [j.submit for j in expanded(doubled)] == [0, 5, 50, 100]
 
 
 @pytest.mark.parametrize(("text", "where"), [
@@ -130,9 +142,10 @@ def test_bad_options(tmp_path):
 
 def test_elasticflow(tmp_path):
     frag = traces.elasticflow(write(tmp_path, "cluster03.csv", EF), gpus=256)
-    jobs = by_name(frag)
+    assert [(w["name"], w["namespace"], w["queue"]) for w in frag["workloads"]] == [("ef", "default", "default")]
+    jobs = {j.name: j for j in expanded(frag)}
     assert list(jobs) == ["ef-0", "ef-1", "ef-2"]
-    assert jobs["ef-1"]["tasks"][0]["replicas"] == 8 and jobs["ef-2"]["submit"] == 600
+    assert jobs["ef-1"].tasks[0].replicas == 8 and jobs["ef-2"].submit == 600
     assert frag["queues"] == [] and frag["tenants"] == []
     with pytest.raises(SpecError, match="line 3, column duration: must be > 0"):
         traces.elasticflow(write(tmp_path, "bad.csv", EF.replace("300,64", "-3,64")))
@@ -215,18 +228,19 @@ def real(name: str) -> Path:
 
 def test_real_philly():
     frag = traces.philly(real("philly-pollux.csv"), gpus=2048)
-    assert len(frag["jobs"]) == 82_247 and len(frag["queues"]) == 15
-    assert max(j["tasks"][0]["replicas"] for j in frag["jobs"]) == 16  # 128 GPUs = 16 x 8
+    assert sum(len(w["trace"]["names"]) for w in frag["workloads"]) == 82_247 and len(frag["queues"]) == 15
+    assert max(g for w in frag["workloads"] for g in w["trace"]["gpus"]) == 128
+    assert max(t.replicas for j in expanded(frag) for t in j.tasks) == 16  # 128 GPUs = 16 x 8
     sample = traces.philly(real("philly-pollux.csv"), n=200, seed=1, gpus=256)
-    assert {len(j["name"]) for j in sample["jobs"]} == {len("philly-82246")}  # names do not depend on the sample
+    assert {len(name) for name in trace_names(sample)} == {len("philly-82246")}  # names do not depend on the sample
     result = labkit.simulate(spec.validate({**sample, "scheduler": {"policy": "volcano-multitenant"}}))
     assert len(result.jobs) == 200 and result.jobs.start.notna().all()
 
 
 def test_real_elasticflow_and_openb():
     frag = traces.elasticflow(real("elasticflow-cluster03.csv"), gpus=256)
-    assert len(frag["jobs"]) == 3011 and frag["jobs"][0]["submit"] == 0
-    spec.validate(frag)
+    jobs = expanded(frag)
+    assert len(jobs) == 3011 and jobs[0].submit == 0
     openb = traces.openb(real("openb_node_list_gpu_node.csv"), real("openb_pod_list_default.csv"))
     scenario = spec.validate(openb)
     assert sum(p.count for p in scenario.cluster.pools) == 1213 and len(scenario.jobs) == 8152

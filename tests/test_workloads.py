@@ -89,6 +89,11 @@ def test_columns_are_the_per_job_draws(given):
     assert drawn.duration.tolist() == [d for _, _, d in expected]
 
 
+TRACE = {"names": ["rec-3", "rec-1", "rec-2", "rec-0"], "submit": [0, 600, 1800.5, 600],
+         "gpus": [8, 0, 2, 16], "duration": [120.5, 60, 7200, 900]}
+"""A recorded trace: ties with other jobs' submit times, a CPU-only job, a gang, fractional times."""
+
+
 def scenario_with_generators(policy: str = "volcano-multitenant", **extra) -> spec.Scenario:
     pools = [{"name": "gpu", "count": 6, "resources": {"nvidia.com/gpu": 8, "cpu": 64, "memory": "512Gi"}}]
     tenants = [{"name": "team-a", "limitRange": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "500m"}}]}},
@@ -96,7 +101,9 @@ def scenario_with_generators(policy: str = "volcano-multitenant", **extra) -> sp
     loads = [{**GENERATORS[0], "name": "a", "namespace": "team-a", "queue": "team-a", "count": 60,
               "perGpu": {"cpu": 4, "memory": "32Gi"}, "priorityClassName": "high"},
              {**GENERATORS[2], "name": "b", "namespace": "team-b", "queue": "team-b", "end": "2h",
-              "checkpointInterval": "10m", "restartCost": 30, "preemptible": False}]
+              "checkpointInterval": "10m", "restartCost": 30, "preemptible": False},
+             {"name": "rec", "namespace": "team-a", "queue": "team-a", "gpusPerPod": 4, "resources": {"cpu": 1},
+              "trace": TRACE}]
     jobs = [{"name": "big", "namespace": "team-b", "queue": "team-b", "submit": 600, "duration": 3600,
              "tasks": [{"name": "ps", "replicas": 1, "resources": {"cpu": 2}},
                        {"name": "worker", "replicas": 3, "resources": {"nvidia.com/gpu": 8}}], "minAvailable": 3},
@@ -162,6 +169,24 @@ def test_bad_generator_input_names_the_field(change, field):
     assert str(err.value).startswith(field) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("change, message", [
+    ({"count": 3}, "workloads[2]: a trace workload takes its jobs from the trace: drop count"),
+    ({"trace": {**TRACE, "names": ["rec-3", "rec-1", "rec-3", "rec-0"]}}, "job name 'rec-3' is used twice"),
+    ({"trace": {**TRACE, "gpus": [1, 2]}}, "gpus has 2 entries for 4 names"),
+    ({"trace": {**TRACE, "duration": [1, 2, 0, 4]}}, "workloads[2].trace.duration[2]: Input should be greater than 0"),
+    ({"trace": {**TRACE, "names": ["rec-3", "rec-1", "Rec_2", "rec-0"]}}, "workloads[2].trace.names[2]: 'Rec_2' is not a Kubernetes object name"),
+    ({"gpusPerPod": 16}, "workloads[2]: "),  # its 16-GPU job is one pod, bigger than any node
+    ({"trace": {**TRACE, "names": ["rec-3", "rec-1", "big", "rec-0"]}, "namespace": "team-b", "queue": "team-b"},
+     "workloads[2].name: generated job team-b/big is also in jobs"),
+])
+def test_bad_trace_workloads_name_the_field(change, message):
+    given = scenario_with_generators().model_dump(mode="json", by_alias=True, exclude_unset=True)
+    given["workloads"][2].update(change)
+    with pytest.raises(SpecError) as err:
+        compile_scenario(spec.validate(given))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
 def test_row_ids_are_numpy_unique_inverse():
     from labkit.engine.core import row_ids
 
@@ -187,6 +212,8 @@ def test_every_job_field_is_in_the_table_or_untabled():
     lambda d: d["jobs"][1].update(user="alice"),
     lambda d: d["workloads"][0].update(count=d["workloads"][0]["count"] - 1),
     lambda d: d.update(seed=d.get("seed", 0) + 1),
+    lambda d: d["workloads"][2]["trace"]["duration"].__setitem__(0, 121),
+    lambda d: d["workloads"][2]["trace"]["names"].__setitem__(1, "rec-9"),
 ])
 def test_table_key_changes_with_what_the_compiler_reads(change):
     scenario = scenario_with_generators()

@@ -169,8 +169,10 @@ def _listing(names: set[str]) -> str:
 
 
 def largest_pod(load: Workload) -> dict[str, float]:
-    """The biggest pod a workload generator can make (its GPU count at the top of its range)."""
-    return load.pod_shape(int(_max_value(load.gpus)))[1]
+    """The biggest pod a workload generator can make (its GPU count at the top of its range, a
+    trace's largest job)."""
+    top = max(load.trace.gpus, default=0) if load.trace is not None else int(_max_value(load.gpus))
+    return load.pod_shape(top)[1]
 
 
 def _max_value(random: object) -> float:

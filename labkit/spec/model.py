@@ -23,7 +23,10 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    NonNegativeFloat,
+    NonNegativeInt,
     PlainValidator,
+    PositiveFloat,
     ValidationError,
     create_model,
     field_validator,
@@ -415,19 +418,45 @@ class Arrival(Model):
     interval: PositiveDuration
 
 
+class Trace(Model):
+    """Recorded jobs as columns, one entry per job: `names`, `submit` (seconds), `gpus` and
+    `duration` (seconds of run time). A trace of thousands of jobs is four lists, not thousands
+    of job objects: it is read, checked and compiled as arrays."""
+
+    names: list[ObjectName]
+    submit: list[NonNegativeFloat]
+    gpus: list[NonNegativeInt]
+    duration: list[PositiveFloat]
+
+    @model_validator(mode="after")
+    def _columns(self) -> Trace:
+        n = len(self.names)
+        for column in ("submit", "gpus", "duration"):
+            if len(getattr(self, column)) != n:
+                raise ValueError(f"{column} has {len(getattr(self, column))} entries for {n} names")
+        if len(set(self.names)) != n:
+            seen: set[str] = set()
+            twice = next(name for name in self.names if name in seen or seen.add(name))
+            raise ValueError(f"job name {twice!r} is used twice")
+        return self
+
+
 class Workload(Model):
-    """A generator of jobs, e.g. "team B submits a fine-tuning job every 5 minutes on average".
+    """A generator of jobs, e.g. "team B submits a fine-tuning job every 5 minutes on average",
+    or the jobs of a recorded `trace`.
 
     Each job asks for `gpus` GPUs (a random quantity), split into pods of at most `gpusPerPod`
     (multi-node jobs become gangs of whole-node pods); each pod requests `resources` plus `perGpu`
-    for every GPU it holds. A job with 0 GPUs is one pod with `resources` only (CPU work).
+    for every GPU it holds. A job with 0 GPUs is one pod with `resources` only (CPU work). With
+    `trace`, the jobs' names, submit times, GPUs and run times are the trace's (no `arrival`,
+    `start`, `end`, `count`, `gpus`, `duration` or `seed`); pods are shaped the same way.
     """
 
     name: Namespace
     namespace: Namespace = "default"
     queue: str = "default"
     priority_class_name: str | None = None
-    arrival: Arrival
+    arrival: Arrival | None = None
     start: Duration = 0
     end: PositiveDuration | None = None
     count: int | None = Field(default=None, ge=1)
@@ -436,7 +465,8 @@ class Workload(Model):
     gpu_resource: str = "nvidia.com/gpu"
     resources: ResourceList = {}
     per_gpu: ResourceList = {}
-    duration: Random
+    duration: Random | None = None
+    trace: Trace | None = None
     checkpoint_interval: PositiveDuration | None = None
     restart_cost: Duration = 0
     grace_period: Duration = 30
@@ -446,6 +476,14 @@ class Workload(Model):
 
     @model_validator(mode="after")
     def _bounded(self) -> Workload:
+        if self.trace is not None:
+            drawn = sorted(self.model_fields_set & {"arrival", "start", "end", "count", "gpus", "duration", "seed"})
+            if drawn:
+                raise ValueError(f"a trace workload takes its jobs from the trace: drop {', '.join(drawn)}")
+            return self
+        for needed in ("arrival", "duration"):
+            if getattr(self, needed) is None:
+                raise ValueError(f"give {needed} (or a trace)")
         if self.end is None and self.count is None:
             raise ValueError("give end (a time) or count (a number of jobs), or both")
         if self.end is not None and parse_duration(self.end) <= parse_duration(self.start):

@@ -2,7 +2,8 @@
 
 Each generator draws from its own random stream, seeded by `workload.seed` or by (scenario seed,
 generator index), so adding a generator never changes the jobs of another one. Arrival times,
-GPU counts and durations are drawn in that order, one job at a time.
+GPU counts and durations are drawn in that order, one job at a time. A trace workload draws
+nothing: its columns are the jobs.
 
 `draw` makes a generator's jobs as columns (submit, GPUs, duration) in one jitted loop over
 numpy's own `Generator` (numba implements its methods with numpy's algorithms on the same bit
@@ -122,7 +123,11 @@ def _draw(rng, poisson, interval, start, end, limit, capacity, gpus, duration): 
 
 
 def draw(load: Workload, seed: int | list[int]) -> Drawn:
-    """The jobs of one generator as columns; the same numbers `generate`'s jobs carry."""
+    """The jobs of one generator as columns; the same numbers `generate`'s jobs carry (a trace's
+    own numbers, as they are)."""
+    if load.trace is not None:
+        return Drawn(submit=np.array(load.trace.submit, float), gpus=np.array(load.trace.gpus, np.int64),
+                     duration=np.array(load.trace.duration, float))
     rng = np.random.default_rng(load.seed if load.seed is not None else seed)
     interval = parse_duration(load.arrival.interval)
     start = parse_duration(load.start)
@@ -147,7 +152,9 @@ def round_ms(seconds: np.ndarray) -> np.ndarray:
 
 
 def job_names(load: Workload, n: int) -> list[str]:
-    """`<generator>-<k>`, k zero-padded to the digits of the last job of `count`."""
+    """`<generator>-<k>`, k zero-padded to the digits of the last job of `count` (a trace's: its names)."""
+    if load.trace is not None:
+        return list(load.trace.names)
     width = len(str(load.count - 1)) if load.count else 5
     return [f"{load.name}-{k:0{width}d}" for k in range(n)]
 
@@ -166,7 +173,7 @@ def generate(load: Workload, seed: int | list[int]) -> list[dict]:
             "queue": load.queue,
             "submit": submit,
             "tasks": [{"name": "worker", "replicas": replicas, "resources": quantities(pod)}],
-            "duration": int(duration) if duration > 1 else 1.0,
+            "duration": duration if load.trace is not None or duration <= 1 else int(duration),
             "restartCost": load.restart_cost,
             "gracePeriod": load.grace_period,
             "preemptible": load.preemptible,

@@ -1,9 +1,13 @@
 """Trace loaders: public cluster traces as Scenario fragments (plain scenario data, YAML field names).
 
 Each loader reads a file the user downloaded (nothing is fetched at run time) and returns a dict
-with `jobs` (one vcjob per trace job: pods of at most `gpus_per_node` GPUs, gangs for larger jobs),
-`tenants` and `queues` (from the trace's tenant column), and `cluster` when the trace describes
-its nodes (openb) or `gpus=` asks for one. Merge it into a scenario and validate::
+with the trace's jobs (one vcjob per trace job: pods of at most `gpus_per_node` GPUs, gangs for
+larger jobs), `tenants` and `queues` (from the trace's tenant column), and `cluster` when the trace
+describes its nodes (openb) or `gpus=` asks for one. Traces of whole-GPU jobs (Philly, ElasticFlow)
+give `workloads`: one trace workload per namespace and queue, whose jobs are four columns (names,
+submit, GPUs, run time) compiled as arrays, so 82k jobs never become 82k job objects; `expand`
+makes them into `jobs` where a list of jobs is needed. openb and SWF jobs carry per-job CPU and
+memory and give `jobs`. Merge the fragment into a scenario and validate::
 
     fragment = traces.philly("philly.csv", n=5000, seed=1, load=0.5, gpus=256)
     scenario = labkit.spec.validate({**fragment, "scheduler": {"policy": "volcano-multitenant"}})
@@ -301,18 +305,20 @@ def _job(name: str, submit: float, duration: float, tasks: list[dict], placement
 
 
 def _fragment(prefix: str, table: pd.DataFrame, n, window, seed, load, queues, gpus, gpus_per_node) -> dict:
-    """Jobs of whole GPUs (pods of <= gpus_per_node), the tenancy, and the cluster when asked."""
+    """A trace workload per (namespace, queue) the tenants map to (jobs of whole GPUs in pods of
+    <= gpus_per_node), the tenancy, and the cluster when asked."""
     table, width = _select(table, n, window, seed, load)
     frag = _tenancy(table, queues)
-    shape = _shape(gpus_per_node)
-    jobs = []
-    for name, (submit, duration, count, tenant) in zip(
-            _names(prefix, table.index, width), table[["submit", "duration", "gpus", "tenant"]].itertuples(index=False)):
-        replicas, pod = shape(int(count))
-        jobs.append(_job(name, submit, duration, [{"name": "worker", "replicas": replicas, "resources": pod}],
-                         frag["placement"][tenant]))
-    frag["jobs"] = jobs
-    del frag["placement"]
+    placement = frag.pop("placement")
+    table = table.assign(name=_names(prefix, table.index, width),
+                         place=table["tenant"].map(lambda t: placement[t]) if len(table) else [])
+    frag["workloads"] = []
+    for (namespace, queue), jobs in table.groupby("place", sort=True):
+        frag["workloads"].append({
+            "name": prefix if namespace == "default" else f"{prefix}-{namespace}"[:63].rstrip("-"),
+            "namespace": namespace, "queue": queue, "gpusPerPod": gpus_per_node,
+            "trace": {"names": jobs["name"].tolist(), "submit": jobs["submit"].tolist(),
+                      "gpus": jobs["gpus"].tolist(), "duration": jobs["duration"].tolist()}})
     if gpus is not None:
         frag["cluster"] = cluster(gpus, gpus_per_node)
     return frag
