@@ -135,10 +135,11 @@ def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compi
     resources = _resource_names(scenario, pod_requests)
 
     nodes = [(pool, name) for pool in scenario.cluster.pools for name in pool.node_names()]
-    node_alloc = np.array([
+    pools = scenario.cluster.pools
+    node_alloc = np.repeat(np.array([
         resource_vector(resources, {"pods": DEFAULT_MAX_PODS, **pool.resources}, f"cluster.pools[{i}].resources")
-        for i, pool in enumerate(scenario.cluster.pools) for _ in range(pool.count)
-    ]).reshape(len(nodes), len(resources))
+        for i, pool in enumerate(pools)], float).reshape(len(pools), len(resources)),
+        [pool.count for pool in pools], axis=0)
 
     queues = _queues(scenario)
     queue_index = {q["name"]: i for i, q in enumerate(queues)}
@@ -312,9 +313,9 @@ def _rank_by_time_then_name(time: np.ndarray, names: tuple[str, ...]) -> np.ndar
     order = np.argsort(time, kind="stable")
     same = np.diff(time[order]) == 0
     if same.any():
-        edges = np.diff(np.concatenate([[0], same.astype(np.int8), [0]]))
-        for lo, hi in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) + 1):
-            order[lo:hi] = sorted(order[lo:hi], key=names.__getitem__)
+        tied = np.flatnonzero(np.concatenate([same, [False]]) | np.concatenate([[False], same]))
+        jobs = order[tied]
+        order[tied] = jobs[np.lexsort((np.array([names[j] for j in jobs.tolist()]), time[jobs]))]
     return _rank(order)
 
 

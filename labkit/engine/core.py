@@ -445,12 +445,16 @@ def row_ids(rows: np.ndarray) -> np.ndarray:
     """``np.unique(rows, axis=0, return_inverse=True)[1]`` (ids in the rows' sorted order) without
     sorting every row: rows are told apart by hashing column by column, and only the distinct
     ones (a handful of request shapes among a million pods) are sorted."""
-    code = np.zeros(len(rows), np.int64)
+    code, width = np.zeros(len(rows), np.int64), 1
     for column in np.asarray(rows).T:
         values, distinct = pd.factorize(column, use_na_sentinel=False)
-        code = pd.factorize(code * len(distinct) + values)[0]
+        if width * len(distinct) >= 2**62:  # renumber before the combined code leaves int64
+            code = pd.factorize(code)[0]
+            width = int(code.max()) + 1
+        code, width = code * len(distinct) + values, width * len(distinct)
     if not len(rows):
         return code
+    code = pd.factorize(code)[0]
     first = np.unique(code, return_index=True)[1]
     order = np.lexsort(np.asarray(rows)[first].T[::-1])
     rank = np.empty(len(first), np.int64)

@@ -648,31 +648,36 @@ def result_of(c: Compiled, sim: RunRecord) -> Result:
     gpu = [r for r, name in enumerate(p.resource_names) if name.endswith("/gpu")]
     per_pod_gpus = p.task_request[:, gpu].sum(axis=1) / 1000.0 if gpu else np.zeros(p.n_tasks)
     job_gpus = np.bincount(p.task_job, weights=per_pod_gpus, minlength=p.n_jobs)
-    state = np.where(sim.done, "Completed",
-                     np.where(sim.running, "Running",
-                              np.where(sim.phase == PodGroupPhase.PENDING, "Pending", "Inqueue")))
+    state = _STATES[np.where(sim.done, 0, np.where(sim.running, 1, np.where(sim.phase == PodGroupPhase.PENDING, 2, 3)))]
     if sim.state is not None:
-        state = np.where(sim.state != "", sim.state, state)
-    jobs = pd.DataFrame({
+        given = sim.state != ""
+        state[given] = sim.state[given]
+    start, end, submit = (np.asarray(a, float) for a in (sim.start_time, sim.end_time, c.job_submit))
+    columns = {
         "name": c.jobs.name,
         "namespace": c.jobs.namespace,
         "queue": np.array(p.queue_names, object)[p.job_queue],
         "priority": p.job_priority if sim.priority is None else sim.priority,
         "gpus": job_gpus,
-        "submit": c.job_submit,
+        "submit": submit,
         "enqueue": sim.enqueue_time,
-        "start": sim.start_time,
-        "end": sim.end_time,
+        "start": start,
+        "end": end,
         "state": state,
         "evictions": sim.evictions,
         "lost_work": sim.lost_work,
-    })
-    jobs["wait"] = jobs.start - jobs.submit
-    jobs["jct"] = jobs.end - jobs.submit
+        "wait": start - submit,
+        "jct": end - submit,
+    }
+    jobs = pd.DataFrame({name: columns[name] for name in JOB_COLUMNS})
     info = {"sessions": sim.sessions, "horizon": c.horizon, "gpus": float(p.node_allocatable[:, gpu].sum() / 1000.0)
             if gpu else 0.0, "nodes": p.n_nodes, "events": _event_count(sim.events)}
-    return Result(scenario=lambda: c.scenario, jobs=jobs[JOB_COLUMNS], tasks=lambda: _tasks_table(p, sim.runs),
+    return Result(scenario=lambda: c.scenario, jobs=jobs, tasks=lambda: _tasks_table(p, sim.runs),
                   events=lambda: _events_table(p, sim.events), info=info)
+
+
+_STATES = np.array(["Completed", "Running", "Pending", "Inqueue"], object)
+"""A job's state when the run record gives none: done, its work running, its PodGroup Pending, else Inqueue."""
 
 
 def _tasks_table(p: Problem, runs: np.ndarray) -> pd.DataFrame:
