@@ -128,7 +128,7 @@ def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compi
     tenants = {t.ns: t for t in scenario.tenants}
     ns_code, namespaces = pd.factorize(table.namespace)
     var_code, var_keys = pd.factorize(table.shape * max(len(namespaces), 1) + ns_code)
-    first = _firsts(var_code)
+    first = first_positions(var_code)
     shapes = [table.shapes[int(k) // max(len(namespaces), 1)] for k in var_keys]
     pod_requests = [[_pod_request(task, tenants.get(namespaces[ns_code[j]])) for task in tasks]
                     for tasks, j in zip(shapes, first)]
@@ -170,7 +170,7 @@ def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compi
     need = np.where(table.min_available >= 0, table.min_available,
                     np.array([sum(v.mins) for v in variants], np.int64)[var_code] if n_jobs else 0)
     res_code, res_keys = pd.factorize(var_code.astype(np.int64) * (int(need.max()) + 1 if n_jobs else 1) + need)
-    of = _firsts(res_code)
+    of = first_positions(res_code)
     min_res = np.array([_min_resources(int(n), variants[v].mins, variants[v].replicas, variants[v].raw)
                         for v, n in zip(var_code[of], need[of])], float).reshape(len(res_keys), n_res)[res_code]
 
@@ -296,9 +296,11 @@ def _codes(values: np.ndarray, index: dict[str, int]) -> np.ndarray:
     return np.array([index[v] for v in distinct], np.int64)[code] if len(values) else np.zeros(0, np.int64)
 
 
-def _firsts(code: np.ndarray) -> np.ndarray:
-    """The first position of each code of `pd.factorize` (which numbers them in that order)."""
-    return np.unique(code, return_index=True)[1].astype(np.int64)
+def first_positions(code: np.ndarray) -> np.ndarray:
+    """The first position of each code of `pd.factorize` (which numbers them in that order, so a
+    code's first position is where the codes seen so far reach a new maximum)."""
+    seen = np.maximum.accumulate(np.concatenate([[-1], code[:-1]])) if len(code) else code
+    return np.flatnonzero(code > seen).astype(np.int64)
 
 
 def _rank(order: np.ndarray) -> np.ndarray:

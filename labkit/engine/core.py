@@ -39,7 +39,7 @@ from ..errors import LabkitError
 from ..progress import Progress
 from ..spec import Scenario, scheduler_of
 from ..workloads import job_table, table_key
-from .compile import Compiled, compile_scenario
+from .compile import Compiled, compile_scenario, first_positions
 from .core_state import (
     EVENT_KINDS,
     H_ALLOCATABLE,
@@ -455,7 +455,7 @@ def row_ids(rows: np.ndarray) -> np.ndarray:
     if not len(rows):
         return code
     code = pd.factorize(code)[0]
-    first = np.unique(code, return_index=True)[1]
+    first = first_positions(code)
     order = np.lexsort(np.asarray(rows)[first].T[::-1])
     rank = np.empty(len(first), np.int64)
     rank[order] = np.arange(len(first))

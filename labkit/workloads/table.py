@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..spec import Scenario
 from ..spec.checks import check_fit
@@ -96,7 +97,9 @@ def _generated(scenario: Scenario, index: int, shapes: dict) -> dict[str, np.nda
     load = scenario.workloads[index]
     drawn = draw(load, [scenario.seed, index])
     n = len(drawn)
-    counts, inverse = np.unique(drawn.gpus, return_inverse=True)
+    codes, distinct = pd.factorize(drawn.gpus)  # np.unique's inverse sorts; factorize hashes
+    order = np.argsort(distinct)
+    counts, inverse = distinct[order], np.argsort(order)[codes]
     ids = []
     for gpus in counts.tolist():
         replicas, pod = load.pod_shape(gpus)
@@ -143,9 +146,16 @@ def table_key(scenario: Scenario, table: JobTable) -> str:
     """A digest of everything the compiler reads from the scenario, when it reads the jobs
     through ``table``: the scenario without its jobs, the table's rows of the scenario's own
     jobs (a generator's are fixed by its spec and seed), their shapes, and the untabled fields
-    of any job that sets one. Cheaper than serialising thousands of job models."""
-    digest = hashlib.blake2b(scenario.model_dump_json(exclude={"jobs"}, exclude_defaults=True).encode(),
+    of any job that sets one; with a trace workload, every row's name, submit, run time and shape
+    (a trace's jobs, hashed as columns rather than as JSON). Cheaper than serialising thousands of job models."""
+    traced = any(load.trace is not None for load in scenario.workloads)
+    exclude: dict = {"jobs": True, "workloads": {"__all__": {"trace"}}} if traced else {"jobs": True}
+    digest = hashlib.blake2b(scenario.model_dump_json(exclude=exclude, exclude_defaults=True).encode(),
                              digest_size=20)
+    if traced:  # the rows' own columns; the rest of a trace workload's rows is its spec, in the JSON
+        digest.update("\x1f".join(table.name.tolist()).encode())
+        for column in (table.submit, table.work, table.shape):
+            digest.update(column.tobytes())
     given = table.spec >= 0
     for column in _COLUMNS:
         values = getattr(table, column)[given]
