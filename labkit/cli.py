@@ -38,10 +38,20 @@ def _scenario(args: argparse.Namespace) -> spec.Scenario:
 def cmd_validate(args: argparse.Namespace) -> int:
     scenario = _scenario(args)
     jobs = len(scenario.jobs)
-    made = f" + {len(scenario.workloads)} workload generator(s)" if scenario.workloads else ""
+    made = f" + {_workloads_text(scenario)}" if scenario.workloads else ""
     nodes = sum(p.count for p in scenario.cluster.pools)
     print(f"ok: {scenario.name}: {nodes} nodes, {len(scenario.queues)} queue(s), {jobs} job(s){made}")
     return EXIT_OK
+
+
+def _workloads_text(scenario: spec.Scenario) -> str:
+    """The scenario's workloads: generators, and traces with their jobs."""
+    traced = [w for w in scenario.workloads if w.trace is not None]
+    drawn = len(scenario.workloads) - len(traced)
+    parts = [f"{drawn} workload generator(s)"] if drawn else []
+    if traced:
+        parts.append(f"{len(traced)} trace workload(s) of {sum(len(w.trace.names) for w in traced):,} jobs")
+    return " + ".join(parts)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -59,7 +69,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         res = ", ".join(f"{k}={v}" for k, v in pool.resources.items())
         print(f"  pool {pool.name}: {pool.count} x ({res})")
     print(f"  {nodes} nodes; queues: {', '.join(q.name for q in scenario.queues) or '(default only)'}")
-    print(f"  jobs: {len(scenario.jobs)}; workload generators: {len(scenario.workloads)}")
+    loads = _workloads_text(scenario) if scenario.workloads else "workload generators: 0"
+    print(f"  jobs: {len(scenario.jobs)}; {loads}")
     print(f"  scheduler: {scenario.scheduler.policy or 'custom'}; {_scheduler_line(spec.scheduler_of(scenario))}")
     return EXIT_OK
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 import labkit
 from labkit import spec
+from labkit.cli import main
 from labkit.errors import SpecError
 from labkit.workloads import expand, traces
 
@@ -140,13 +142,18 @@ def test_bad_options(tmp_path):
 # ---------------------------------------------------------------------------------------- elasticflow
 
 
-def test_elasticflow(tmp_path):
+def test_elasticflow(tmp_path, capsys):
     frag = traces.elasticflow(write(tmp_path, "cluster03.csv", EF), gpus=256)
     assert [(w["name"], w["namespace"], w["queue"]) for w in frag["workloads"]] == [("ef", "default", "default")]
     jobs = {j.name: j for j in expanded(frag)}
     assert list(jobs) == ["ef-0", "ef-1", "ef-2"]
     assert jobs["ef-1"].tasks[0].replicas == 8 and jobs["ef-2"].submit == 600
     assert frag["queues"] == [] and frag["tenants"] == []
+    path = tmp_path / "ef.yaml"
+    path.write_text(yaml.safe_dump({"name": "ef", **frag, "scheduler": {"policy": "helios-fifo"}}))
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out.endswith("0 job(s) + 1 trace workload(s) of 3 jobs\n")
+    assert main(["show", str(path), "--expand"]) == 0 and "jobs: 3; workload generators: 0" in capsys.readouterr().out
     with pytest.raises(SpecError, match="line 3, column duration: must be > 0"):
         traces.elasticflow(write(tmp_path, "bad.csv", EF.replace("300,64", "-3,64")))
 
