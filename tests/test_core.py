@@ -254,6 +254,29 @@ def test_discarded_attempts_are_remembered_only_where_they_repeat(policy, rememb
     assert static["attempt_memo"] is remembered
 
 
+@pytest.mark.parametrize("small_jobs", [12, 80])
+def test_a_gang_that_fits_nowhere_is_retried_where_room_grew(small_jobs):
+    """A gang of two 8-GPU pods fits no node while one-GPU jobs end one by one on its nodes
+    (allocate checks only the nodes that lost a pod since its last full scan), or, with 80, more
+    of them end between two sessions than the core logs (then it scans every node again); either
+    way it starts when the reference engine starts it."""
+    gpu = "nvidia.com/gpu"
+    jobs = [{"name": f"small-{i}", "submit": 0, "duration": 30 + 7 * i, "tasks": [{"resources": {gpu: 1}}]}
+            for i in range(small_jobs)]
+    if small_jobs > 64:
+        for job in jobs[10:]:
+            job["duration"] = 500  # end together: more frees at one instant than the core's log holds
+    jobs.append({"name": "gang", "submit": 5, "duration": 100,
+                 "tasks": [{"name": "worker", "replicas": 2, "resources": {gpu: 8}}]})
+    nodes = -(-small_jobs // 8) + 1
+    scenario = spec.validate({
+        "name": "gang-waits", "cluster": {"pools": [{"name": "n", "count": nodes, "resources": {gpu: 8, "cpu": 96}}]},
+        "jobs": jobs, "scheduler": {"policy": "volcano-shipped"}})
+    fast, _ = assert_same(scenario)
+    starts = fast.jobs.set_index("name")["start"]
+    assert starts["gang"] > 30  # it waited for a second node to empty
+
+
 def test_queueing_strategy_is_for_volcano_confs():
     cluster = {"pools": [{"name": "n", "count": 1, "resources": {"cpu": 8}}]}
     for scheduler in ({"slurm": {}, "queueingStrategy": "StrictFIFO"},

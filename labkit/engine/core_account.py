@@ -20,6 +20,7 @@ from .core_state import (
     FAILED,
     I_BOOKS,
     I_CREATED,
+    I_FREED,
     I_IN_SESSION,
     I_NODES,
     I_SESSIONS,
@@ -237,10 +238,14 @@ def pod_view(s, t, n, sign):
     """The pods the node's Kubernetes NodeInfo holds (predicates' max pods, nodeorder's scores):
     every task placed on it, but one evicted in the current session (``s.pods`` columns: count,
     cpu, memory, gpu requested, pods without a cpu / memory request). Every change of a node's
-    books passes here and counts up ``ints[I_NODES]``."""
+    books passes here and counts up ``ints[I_NODES]``; one that takes a pod off (the only way the
+    node's room grows: Used or Pipelined less, Releasing more, a pod fewer) is logged in ``s.freed``."""
     req, view = s.t_req[t], s.pods[n]
     s.n_version[n] += 1
     s.ints[I_NODES] += 1
+    if sign < 0:
+        s.freed[s.ints[I_FREED] % s.freed.size] = n
+        s.ints[I_FREED] += 1
     view[0] += sign
     view[1] += sign * req[CPU]
     view[2] += sign * req[MEMORY]

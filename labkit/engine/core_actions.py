@@ -83,6 +83,7 @@ from .core_state import (
     I_ATTRS,
     I_BINDS,
     I_BOOKS,
+    I_FREED,
     I_CANDIDATES,
     I_CLOSED,
     I_EVICTS,
@@ -980,12 +981,33 @@ def allocate_tasks(s, j, now, start):
 
 @jit
 def fit_known_to_fail(s, t):
-    """No node fits a task of ``t``'s request shape (FutureIdle and predicates), as found in
-    this session with the books as they are (:func:`remember_fits_nowhere`), so allocate's scan
-    for ``t`` finds none either: where a request fits does not depend on the task, nor do the
-    predicates of a class that :func:`predicates_pass_everywhere` (the task's predicate error
-    cache is not read again: its role failed)."""
-    return s.m_books[M_ALLOCATE, s.t_shape[t]] == s.ints[I_BOOKS] and predicates_pass_everywhere(s, t)
+    """No node fits a task of ``t``'s request shape (FutureIdle and predicates), as found with
+    the books as they are (:func:`remember_fits_nowhere`), so allocate's scan for ``t`` finds
+    none either: where a request fits does not depend on the task, nor do the predicates of a
+    class that :func:`predicates_pass_everywhere` (the task's predicate error cache is not read
+    again: its role failed). The finding holds across sessions while the nodes whose room grew
+    since still fail it (:func:`still_fits_nowhere`)."""
+    if not predicates_pass_everywhere(s, t):
+        return False
+    z = s.t_shape[t]
+    return s.m_books[M_ALLOCATE, z] == s.ints[I_BOOKS] or still_fits_nowhere(s, t, z)
+
+
+@jit
+def still_fits_nowhere(s, t, z):
+    """Request shape ``z`` fitted no node when last scanned, and none of the nodes that lost a
+    pod since (``s.freed``: only those can have more room; FutureIdle and the pod count are all
+    a failed scan read) fits ``t`` now. Refreshes the finding."""
+    seen = s.m_freed[z] - 1
+    now = s.ints[I_FREED]
+    if seen < 0 or now - seen > s.freed.size:
+        return False
+    for k in range(seen, now):
+        if failure_of(s, t, s.freed[k % s.freed.size], SCAN_ALLOCATE) == F_OK:
+            return False
+    s.m_freed[z] = now + 1
+    s.m_books[M_ALLOCATE, z] = s.ints[I_BOOKS]
+    return True
 
 
 @jit
@@ -994,6 +1016,7 @@ def remember_fits_nowhere(s, t):
     when the task's class fails no node's unresolvable predicates."""
     if predicates_pass_everywhere(s, t):
         s.m_books[M_ALLOCATE, s.t_shape[t]] = s.ints[I_BOOKS]
+        s.m_freed[s.t_shape[t]] = s.ints[I_FREED] + 1
 
 
 @jit

@@ -134,8 +134,10 @@ EI_KIND, EI_JOB, EI_TASK, EI_NODE, EI_MSG, EI_A, EI_B = range(7)
 (I_SESSIONS, I_EVENTS, I_RUNS, I_HEAP, I_LIVE, I_OVERFLOW, I_NEXT_NODE, I_TOP, I_BINDS, I_EVICTS,
  I_STAMP, I_QUEUE_HEAP, I_ATTRS, I_UNRESOLVABLE, I_FIT_POOL, I_FIT_TASKS, I_ACTION, I_TO_CLOSE, I_TO_START,
  I_CLOSED, I_CANDIDATES, I_WAITING, I_WATER_FILLED, I_IN_SESSION, I_VICTIMS, I_IMPURE, I_ACTIVE,
- I_BOOKS, I_CREATED, I_GROW, I_PENDING_GROUPS, I_OTHERS, I_NODES) = range(33)
-N_INTS = 33
+ I_BOOKS, I_CREATED, I_GROW, I_PENDING_GROUPS, I_OTHERS, I_NODES, I_FREED) = range(34)
+N_INTS = 34
+FREED_LOG = 64
+"""The nodes of the last this many books changes that could free room (``s.freed``, ``ints[I_FREED]``)."""
 
 # Attempts whose failures a session remembers (``s.m_*`` first index): preempt within a queue,
 # preempt within a job, reclaim, allocate's node scan
