@@ -64,6 +64,7 @@ from .core_state import (
     I_OVERFLOW,
     I_RUNS,
     I_SESSIONS,
+    I_FULL_NODES,
     I_WATER_FILLED,
     MSG_BACKFILL,
     MSG_FITS_FUTURE,
@@ -506,6 +507,7 @@ def mutable_arrays(st: dict, scale: float) -> dict:
         sizes[name] = max(8, int(scale * (size + 64)))
     arrays = fresh(MUTABLE, sizes)
     arrays["ints"][I_WATER_FILLED] = -1  # no deserved computed yet
+    arrays["ints"][I_FULL_NODES] = int((st["node_alloc"][:, PODS] <= 0).sum())  # nodes that take no pod
     return arrays
 
 

@@ -21,6 +21,7 @@ from .core_state import (
     I_BOOKS,
     I_CREATED,
     I_FREED,
+    I_FULL_NODES,
     I_IN_SESSION,
     I_NODES,
     I_SESSIONS,
@@ -239,14 +240,17 @@ def pod_view(s, t, n, sign):
     every task placed on it, but one evicted in the current session (``s.pods`` columns: count,
     cpu, memory, gpu requested, pods without a cpu / memory request). Every change of a node's
     books passes here and counts up ``ints[I_NODES]``; one that takes a pod off (the only way the
-    node's room grows: Used or Pipelined less, Releasing more, a pod fewer) is logged in ``s.freed``."""
+    node's room grows: Used or Pipelined less, Releasing more, a pod fewer) is logged in ``s.freed``.
+    ``ints[I_FULL_NODES]`` counts the nodes at their pod limit (predicates' max pods)."""
     req, view = s.t_req[t], s.pods[n]
     s.n_version[n] += 1
     s.ints[I_NODES] += 1
     if sign < 0:
         s.freed[s.ints[I_FREED] % s.freed.size] = n
         s.ints[I_FREED] += 1
+    full = s.node_alloc[n, PODS] <= view[0]
     view[0] += sign
+    s.ints[I_FULL_NODES] += int(s.node_alloc[n, PODS] <= view[0]) - int(full)
     view[1] += sign * req[CPU]
     view[2] += sign * req[MEMORY]
     if s.gpu >= 0:

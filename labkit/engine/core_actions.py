@@ -84,6 +84,7 @@ from .core_state import (
     I_BINDS,
     I_BOOKS,
     I_FREED,
+    I_FULL_NODES,
     I_CANDIDATES,
     I_CLOSED,
     I_EVICTS,
@@ -1497,6 +1498,10 @@ def reclaim_task(s, t, j):
     (:func:`preempt_task`'s outcomes)."""
     if failure_known(s, M_RECLAIM, t):
         return TASK_PASSED if pass_over(s, t) else TASK_FAILED
+    if reclaim_known_to_fail(s, t, j):
+        pass_over(s, t)
+        remember_failure(s, M_RECLAIM, t)
+        return TASK_FAILED
     found, nn, every = preempt_candidates(s, t)
     # the vote's bound is read by the node loop and by fails_beyond_scan, neither of which runs
     # when the scan found no node and saw them all
@@ -1529,6 +1534,18 @@ def reclaim_task(s, t, j):
     if every or fails_beyond_scan(s, t, SCOPE_RECLAIM, j, found, nn, none):
         remember_failure(s, M_RECLAIM, t)
     return TASK_FAILED
+
+
+@jit
+def reclaim_known_to_fail(s, t, j):
+    """The vote picks no reclaimee for ``t`` anywhere, and no node's FutureIdle fits it (allocate's
+    finding, :func:`fit_known_to_fail`, with no node at its pod limit, the one predicate that
+    finding lets fail where the task would fit): the attempt finds no room on any node. Its scan,
+    of every node as the task's predicates pass them all, is only the rotating start's move
+    (:func:`pass_over`); what it remembers is what the full attempt remembers."""
+    return (s.all_nodes.size > 0 and not excludes_nodes(s, t) and predicates_pass_everywhere(s, t)
+            and (not s.hook_len[H_PREDICATE] or s.ints[I_FULL_NODES] == 0) and fit_known_to_fail(s, t)
+            and no_victims_anywhere(s, t, SCOPE_RECLAIM, j))
 
 
 @jit
