@@ -648,7 +648,8 @@ def result_of(c: Compiled, sim: RunRecord) -> Result:
     gpu = [r for r, name in enumerate(p.resource_names) if name.endswith("/gpu")]
     per_pod_gpus = p.task_request[:, gpu].sum(axis=1) / 1000.0 if gpu else np.zeros(p.n_tasks)
     job_gpus = np.bincount(p.task_job, weights=per_pod_gpus, minlength=p.n_jobs)
-    state = _STATES[np.where(sim.done, 0, np.where(sim.running, 1, np.where(sim.phase == PodGroupPhase.PENDING, 2, 3)))]
+    pending = sim.phase == PodGroupPhase.PENDING
+    state = _STATES[np.where(sim.done, 0, np.where(sim.running, 1, np.where(pending, 2, 3)))]
     if sim.state is not None:
         given = sim.state != ""
         state[given] = sim.state[given]

@@ -147,7 +147,8 @@ def table_key(scenario: Scenario, table: JobTable) -> str:
     through ``table``: the scenario without its jobs, the table's rows of the scenario's own
     jobs (a generator's are fixed by its spec and seed), their shapes, and the untabled fields
     of any job that sets one; with a trace workload, every row's name, submit, run time and shape
-    (a trace's jobs, hashed as columns rather than as JSON). Cheaper than serialising thousands of job models."""
+    (a trace's jobs, hashed as columns rather than as JSON). Cheaper than serialising thousands
+    of job models."""
     traced = any(load.trace is not None for load in scenario.workloads)
     exclude: dict = {"jobs": True, "workloads": {"__all__": {"trace"}}} if traced else {"jobs": True}
     digest = hashlib.blake2b(scenario.model_dump_json(exclude=exclude, exclude_defaults=True).encode(),

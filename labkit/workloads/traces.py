@@ -312,11 +312,15 @@ def _fragment(prefix: str, table: pd.DataFrame, n, window, seed, load, queues, g
     placement = frag.pop("placement")
     table = table.assign(name=_names(prefix, table.index, width),
                          place=table["tenant"].map(lambda t: placement[t]) if len(table) else [])
-    frag["workloads"] = []
+    frag["workloads"], taken = [], set()
     for (namespace, queue), jobs in table.groupby("place", sort=True):
+        base = prefix if namespace == "default" else f"{prefix}-{namespace}"[:58].rstrip("-")
+        name, k = base, 1
+        while name in taken:  # two tenants whose labels are the same, in two queues
+            name, k = f"{base}-{k}", k + 1
+        taken.add(name)
         frag["workloads"].append({
-            "name": prefix if namespace == "default" else f"{prefix}-{namespace}"[:63].rstrip("-"),
-            "namespace": namespace, "queue": queue, "gpusPerPod": gpus_per_node,
+            "name": name, "namespace": namespace, "queue": queue, "gpusPerPod": gpus_per_node,
             "trace": {"names": jobs["name"].tolist(), "submit": jobs["submit"].tolist(),
                       "gpus": jobs["gpus"].tolist(), "duration": jobs["duration"].tolist()}})
     if gpus is not None:
