@@ -102,6 +102,11 @@ def test_queue_mapping_default_and_dict(tmp_path):
     assert {j.name: j.queue for j in expanded(mapped)}["philly-3"] == "small"
     with pytest.raises(SpecError, match="no queue for tenant 'ee9e8c'"):
         traces.philly(path, queues={"6214e9": "big", "11cb48": "big"})
+    clash = traces.philly(write(tmp_path, "clash.csv", PHILLY.replace("6214e9", "EE9E8C")),
+                          queues={"EE9E8C": "big", "11cb48": "big", "ee9e8c": "small"})
+    assert [(w["name"], w["namespace"], w["queue"]) for w in clash["workloads"]] == [
+        ("philly-11cb48", "11cb48", "big"), ("philly-ee9e8c", "ee9e8c", "big"), ("philly-ee9e8c-1", "ee9e8c", "small")]
+    assert len(expanded(clash)) == 4
 
 
 def test_sample_window_and_load_are_seeded_and_rescale_arrivals(tmp_path):
