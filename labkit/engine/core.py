@@ -243,29 +243,30 @@ def unsupported(compiled: Compiled) -> str | None:
 # ---------------------------------------------------------------------------------------- arrays
 
 
+_ARG_DEFAULTS = np.array([ARG_DEFAULTS.get(arg, np.nan) for arg in Arg], float)
+"""Volcano's default of each plugin argument (NaN: none), in Arg order."""
+
+
 def _plugin_arrays(problem: Problem) -> dict:
     """Plugin kinds, tiers, arguments with Volcano's defaults, and the callback table."""
     policy = problem.policy
     n = len(policy.plugin_kind)
-    args = np.full((n, len(Arg)), np.nan)
-    for p in range(n):
-        for arg in Arg:
-            args[p, arg] = policy.plugin_arg(p, arg)
-        factor = args[p, Arg.OVERCOMMIT_FACTOR]
-        args[p, Arg.OVERCOMMIT_FACTOR] = factor if factor >= 1.0 else ARG_DEFAULTS[Arg.OVERCOMMIT_FACTOR]
-        if not args[p, Arg.SLA_WAITING_TIME] > 0:
-            args[p, Arg.SLA_WAITING_TIME] = np.nan
+    given = np.asarray(policy.plugin_args, float).reshape(n, len(Arg))
+    args = np.where(np.isnan(given), _ARG_DEFAULTS, given)  # Problem.plugin_arg for every entry
+    factor = args[:, Arg.OVERCOMMIT_FACTOR]
+    args[:, Arg.OVERCOMMIT_FACTOR] = np.where(factor >= 1.0, factor, ARG_DEFAULTS[Arg.OVERCOMMIT_FACTOR])
+    args[~(args[:, Arg.SLA_WAITING_TIME] > 0), Arg.SLA_WAITING_TIME] = np.nan
     hooks = np.full((N_HOOKS, max(n, 1)), -1, np.int64)
     hook_len = np.zeros(N_HOOKS, np.int64)
+    kind, enabled = policy.plugin_kind.tolist(), policy.plugin_enabled.tolist()
+    scored = [not (kind[p] == Plugin.BINPACK and args[p, Arg.BINPACK_WEIGHT] == 0) for p in range(n)]
     for hook, (kinds, ext) in REGISTERED.items():
-        row = [p for p in range(n)
-               if policy.plugin_kind[p] in kinds and (ext is None or policy.plugin_enabled[p, ext])
-               and not (policy.plugin_kind[p] == Plugin.BINPACK and args[p, Arg.BINPACK_WEIGHT] == 0)]
+        row = [p for p in range(n) if kind[p] in kinds and (ext is None or enabled[p][ext]) and scored[p]]
         hooks[hook, :len(row)] = row
         hook_len[hook] = len(row)
     of_kind = np.full(N_PLUGINS, -1, np.int64)
-    for p in range(n):
-        of_kind[policy.plugin_kind[p]] = p
+    for p, k in enumerate(kind):
+        of_kind[k] = p
     return {"p_tier": policy.plugin_tier.astype(np.int64), "p_kind": policy.plugin_kind.astype(np.int64),
             "p_arg": args, "p_w": np.ascontiguousarray(policy.plugin_resource_weights, float),
             "hooks": hooks, "hook_len": hook_len, "of_kind": of_kind,
@@ -293,7 +294,7 @@ def _role_pairs(problem: Problem) -> dict:
     n_roles = max(len(problem.role_names), 1)
     task_key = problem.task_job * n_roles + problem.task_role
     jobs, roles = np.nonzero(problem.job_min_task_member > 0)
-    keys = np.sort(np.concatenate([task_key, jobs * n_roles + roles]))
+    keys = np.sort(np.concatenate([task_key, jobs * n_roles + roles]), kind="stable")  # two sorted runs: merged
     keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
     pair_job, pair_role = keys // n_roles, keys % n_roles
     minima = problem.job_min_task_member
