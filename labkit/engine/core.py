@@ -42,6 +42,7 @@ from ..workloads import job_table, table_key
 from .compile import Compiled, compile_scenario, first_positions
 from .core_state import (
     EVENT_KINDS,
+    FREED_LOG,
     H_ALLOCATABLE,
     H_BATCH_NODE_ORDER,
     H_JOB_ENQUEUEABLE,
@@ -60,11 +61,11 @@ from .core_state import (
     H_RECLAIMABLE,
     H_TASK_ORDER,
     I_EVENTS,
+    I_FULL_NODES,
     I_GROW,
     I_OVERFLOW,
     I_RUNS,
     I_SESSIONS,
-    I_FULL_NODES,
     I_WATER_FILLED,
     MSG_BACKFILL,
     MSG_FITS_FUTURE,
@@ -78,7 +79,6 @@ from .core_state import (
     MSG_RESTART,
     MSG_SNAPSHOT,
     N_HOOKS,
-    FREED_LOG,
     N_INTS,
     N_MEMO,
     N_PLUGINS,
