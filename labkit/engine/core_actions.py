@@ -1170,6 +1170,15 @@ def pass_over(s, t):
 
 
 @jit
+def give_up(s, kind, t):
+    """An attempt of ``kind`` known to fail is not made: its scan's move of the rotating start
+    (:func:`pass_over`), and its failure remembered as the full attempt would remember it."""
+    passed = pass_over(s, t)
+    remember_failure(s, kind, t)
+    return TASK_PASSED if passed else TASK_FAILED
+
+
+@jit
 def scan_step(nn):
     """How far a preempt scan over ``nn`` nodes that all pass moves the rotating start."""
     wanted = nodes_to_find(nn)
@@ -1395,9 +1404,7 @@ def preempt_task(s, t, scope):
         return TASK_PASSED if pass_over(s, t) else TASK_FAILED
     none = no_victims_anywhere(s, t, scope, j)
     if none and (not allocatable(s, q, t) or fit_known_to_fail(s, t)):
-        passed = pass_over(s, t)  # (no victims, and no node where the task fits as things are)
-        remember_failure(s, kind, t)
-        return TASK_PASSED if passed else TASK_FAILED
+        return give_up(s, kind, t)  # (no victims, and no node where the task fits as things are)
     found, nn, every = preempt_candidates(s, t)
     if none:
         n = best_room_without_victims(s, t, scope, j, found)
@@ -1499,9 +1506,7 @@ def reclaim_task(s, t, j):
     if failure_known(s, M_RECLAIM, t):
         return TASK_PASSED if pass_over(s, t) else TASK_FAILED
     if reclaim_known_to_fail(s, t, j):
-        pass_over(s, t)
-        remember_failure(s, M_RECLAIM, t)
-        return TASK_FAILED
+        return give_up(s, M_RECLAIM, t)
     found, nn, every = preempt_candidates(s, t)
     # the vote's bound is read by the node loop and by fails_beyond_scan, neither of which runs
     # when the scan found no node and saw them all
@@ -1540,11 +1545,8 @@ def reclaim_task(s, t, j):
 def reclaim_known_to_fail(s, t, j):
     """The vote picks no reclaimee for ``t`` anywhere, and no node's FutureIdle fits it (allocate's
     finding, :func:`fit_known_to_fail`, with no node at its pod limit, the one predicate that
-    finding lets fail where the task would fit): the attempt finds no room on any node. Its scan,
-    of every node as the task's predicates pass them all, is only the rotating start's move
-    (:func:`pass_over`); what it remembers is what the full attempt remembers."""
-    return (s.all_nodes.size > 0 and not excludes_nodes(s, t) and predicates_pass_everywhere(s, t)
-            and (not s.hook_len[H_PREDICATE] or s.ints[I_FULL_NODES] == 0) and fit_known_to_fail(s, t)
+    finding lets fail where the task would fit): the attempt finds no room on any node."""
+    return ((not s.hook_len[H_PREDICATE] or s.ints[I_FULL_NODES] == 0) and fit_known_to_fail(s, t)
             and no_victims_anywhere(s, t, SCOPE_RECLAIM, j))
 
 

@@ -434,10 +434,11 @@ class Trace(Model):
         for column in ("submit", "gpus", "duration"):
             if len(getattr(self, column)) != n:
                 raise ValueError(f"{column} has {len(getattr(self, column))} entries for {n} names")
-        if len(set(self.names)) != n:
-            seen: set[str] = set()
-            twice = next(name for name in self.names if name in seen or seen.add(name))
-            raise ValueError(f"job name {twice!r} is used twice")
+        seen: set[str] = set()
+        for name in self.names:
+            if name in seen:
+                raise ValueError(f"job name {name!r} is used twice")
+            seen.add(name)
         return self
 
 
