@@ -187,11 +187,12 @@ MUTABLE = {
     "ao_job": ("J", 0, I32), "ao_at": ("J", -1, I32),
     # a job's last allocate attempt that was discarded: the node books and job version after it, +1 (0 = none)
     "jm_nodes": ("J", 0, I), "jm_ver": ("J", 0, I),
-    # failed preempt / reclaim attempts per request shape (core_actions.failure_known)
-    "m_books": ("F Z", -1, I), "m_key": ("F Z 5", -1, I),
-    # allocate's "fits no node" per request shape, across sessions: ints[I_FREED] then, +1 (0 = none), and
-    # the nodes whose room may have grown since, a ring of the last FREED_LOG (core_actions.fit_known_to_fail)
-    "m_freed": ("Z", 0, I), "freed": (str(FREED_LOG), -1, I),
+    # failed preempt / reclaim attempts per request shape and queue (core_actions.failure_known)
+    "m_books": ("F Z Q", -1, I), "m_key": ("F Z Q 4", -1, I),
+    # allocate's "fits no node" per request shape: in the session of these books, and across sessions:
+    # ints[I_FREED] then, +1 (0 = none), and the nodes whose room may have grown since, a ring of the
+    # last FREED_LOG (core_actions.fit_known_to_fail)
+    "fit_books": ("Z", -1, I), "m_freed": ("Z", 0, I), "freed": (str(FREED_LOG), -1, I),
     # bounds over the candidate victims per queue, and the books they were made at (core_actions.queue_bounds)
     "nv_bound": ("2 Q 5", 0, F), "nv_books": ("2", -1, I), "vb": ("5", 0, F), "j_ver": ("J", 0, I),
     "jb_count": ("J 2", 0, I32), "jb_drf": ("J 2", 0, F), "jb_ver": ("J", -1, I),

@@ -57,6 +57,7 @@ from .core_plugins import (
     preemptive,
     push,
     share_left,
+    task_less,
     victims_of,
     vote,
 )
@@ -104,7 +105,6 @@ from .core_state import (
     I_UNRESOLVABLE,
     I_VICTIMS,
     I_WAITING,
-    M_ALLOCATE,
     M_PREEMPT_JOB,
     M_PREEMPT_QUEUE,
     M_RECLAIM,
@@ -991,7 +991,7 @@ def fit_known_to_fail(s, t):
     if not predicates_pass_everywhere(s, t):
         return False
     z = s.t_shape[t]
-    return s.m_books[M_ALLOCATE, z] == s.ints[I_BOOKS] or still_fits_nowhere(s, t, z)
+    return s.fit_books[z] == s.ints[I_BOOKS] or still_fits_nowhere(s, t, z)
 
 
 @jit
@@ -1007,7 +1007,7 @@ def still_fits_nowhere(s, t, z):
         if failure_of(s, t, s.freed[k % s.freed.size], SCAN_ALLOCATE) == F_OK:
             return False
     s.m_freed[z] = now + 1
-    s.m_books[M_ALLOCATE, z] = s.ints[I_BOOKS]
+    s.fit_books[z] = s.ints[I_BOOKS]
     return True
 
 
@@ -1016,7 +1016,7 @@ def remember_fits_nowhere(s, t):
     """Every node failed ``t`` (FutureIdle or predicates): remember it for the request shape
     when the task's class fails no node's unresolvable predicates."""
     if predicates_pass_everywhere(s, t):
-        s.m_books[M_ALLOCATE, s.t_shape[t]] = s.ints[I_BOOKS]
+        s.fit_books[s.t_shape[t]] = s.ints[I_BOOKS]
         s.m_freed[s.t_shape[t]] = s.ints[I_FREED] + 1
 
 
@@ -1071,25 +1071,25 @@ def failure_known(s, kind, t):
     """An attempt of ``kind`` for a task like ``t`` failed in this session and the books have not
     changed since (``ints[I_BOOKS]``), so this one fails too: a failed attempt undoes all it
     tried, and what it reads besides the books is what :func:`remember_failure` keys it by."""
-    z = s.t_shape[t]
-    if s.m_books[kind, z] != s.ints[I_BOOKS] or not comparable(s, kind, t):
+    z, j = s.t_shape[t], s.t_job[t]
+    q = s.j_queue[j]
+    if s.m_books[kind, z, q] != s.ints[I_BOOKS] or not comparable(s, kind, t):
         return False
-    key = s.m_key[kind, z]
-    j = s.t_job[t]
-    return (key[0] == s.j_queue[j] and key[1] == s.t_class[t] and key[2] == s.j_prio[j]
-            and key[3] == s.t_be[t] and key[4] == excludes_nodes(s, t))
+    key = s.m_key[kind, z, q]
+    return key[0] == s.t_class[t] and key[1] == s.j_prio[j] and key[2] == s.t_be[t] and key[3] == excludes_nodes(s, t)
 
 
 @jit
 def remember_failure(s, kind, t):
     """The attempt of ``kind`` for ``t`` found nothing on any feasible node: remember it under
-    the task's request shape."""
+    the task's request shape and queue."""
     if not comparable(s, kind, t):
         return
     z, j = s.t_shape[t], s.t_job[t]
-    key = s.m_key[kind, z]
-    key[0], key[1], key[2], key[3], key[4] = s.j_queue[j], s.t_class[t], s.j_prio[j], s.t_be[t], excludes_nodes(s, t)
-    s.m_books[kind, z] = s.ints[I_BOOKS]
+    q = s.j_queue[j]
+    key = s.m_key[kind, z, q]
+    key[0], key[1], key[2], key[3] = s.t_class[t], s.j_prio[j], s.t_be[t], excludes_nodes(s, t)
+    s.m_books[kind, z, q] = s.ints[I_BOOKS]
 
 
 @jit
@@ -1155,18 +1155,34 @@ def predicates_pass_everywhere(s, t):
 
 
 @jit
+def passable(s, t):
+    """Passing over an attempt for ``t`` needs no look at the nodes: its predicates pass every
+    node and no fit error keeps nodes out, so its scan would move the rotating start by
+    :func:`scan_step` whatever the nodes hold."""
+    return not excludes_nodes(s, t) and predicates_pass_everywhere(s, t)
+
+
+@jit
 def pass_over(s, t):
     """An attempt known to fail is not made, but its node scan moves the rotating start as
-    it would: when the task's predicates pass every node, without looking at them (then True:
-    the start moved by :func:`scan_step`, nothing else changed)."""
-    if excludes_nodes(s, t) or not predicates_pass_everywhere(s, t):
+    it would: by :func:`pass_by` when :func:`passable` (then True), else by scanning."""
+    if not passable(s, t):
         preempt_candidates(s, t)
         return False
+    pass_by(s, 1)
+    return True
+
+
+@jit
+def pass_by(s, scans):
+    """The rotating start moved as ``scans`` passed-over scans move it (none of them keeps
+    unresolvable nodes)."""
+    if scans == 0:
+        return
     s.ints[I_UNRESOLVABLE] = 0
     nn = s.all_nodes.size
     if nn > 0:
-        s.ints[I_NEXT_NODE] = (s.ints[I_NEXT_NODE] + scan_step(nn)) % nn
-    return True
+        s.ints[I_NEXT_NODE] = (s.ints[I_NEXT_NODE] + scans * scan_step(nn)) % nn
 
 
 @jit
@@ -1191,17 +1207,16 @@ def pass_over_alike(s, t, j):
     tasks next in job ``j``'s task heap that are like it (request shape, class, priority, flags,
     no fit error keeping nodes out) would each be passed over the same way, so they are taken off
     the heap at once and the rotating start moved as their pass-overs would move it."""
-    nn = s.all_nodes.size
-    step = scan_step(nn) if nn > 0 else 0
     base = s.j_lo[j]
+    alike = 0
     while s.th_n[j] > 0:
         u = s.th[base]
         if (s.t_shape[u] != s.t_shape[t] or s.t_class[u] != s.t_class[t] or s.t_prio[u] != s.t_prio[t]
                 or s.t_be[u] != s.t_be[t] or s.t_never[u] != s.t_never[t] or excludes_nodes(s, u)):
-            return
+            break
         pop(s, HEAP_TASK, j)
-        if nn > 0:
-            s.ints[I_NEXT_NODE] = (s.ints[I_NEXT_NODE] + step) % nn
+        alike += 1
+    pass_by(s, alike)
 
 
 @jit
@@ -1452,13 +1467,68 @@ def best_room_without_victims(s, t, scope, j, found):
 
 
 @jit
+def preempt_known(s, t, scope):
+    """What :func:`preempt_task` does for ``t`` when it is known to make no attempt: 0 (failed,
+    nothing changed) or 1 (passed over, a :func:`pass_by` of one scan; the failure remembered as
+    :func:`give_up` remembers it); -1 when it would look at the nodes."""
+    if s.t_never[t]:
+        return 0
+    if not passable(s, t):
+        return -1
+    j = s.t_job[t]
+    q = s.j_queue[j]
+    kind = M_PREEMPT_QUEUE if scope == SCOPE_QUEUE else M_PREEMPT_JOB
+    if failure_known(s, kind, t) or (scope == SCOPE_JOB and comparable(s, kind, t) and not allocatable(s, q, t)):
+        return 1
+    if no_victims_anywhere(s, t, scope, j) and (not allocatable(s, q, t) or fit_known_to_fail(s, t)):
+        remember_failure(s, kind, t)
+        return 1
+    return -1
+
+
+@jit
+def preempt_passes(s):
+    """The scans preempt would pass over when every task it would try is known to make no
+    attempt (:func:`preempt_known`): each starving job's pending tasks within the queue, then its
+    first pending task (TaskOrderFn) within the job. A pass changes nothing a later step reads but
+    the rotating start, so the order of the tries does not matter, nor do the heaps. -1 when some
+    task would look at the nodes: then the action runs in full."""
+    scans = 0
+    for i in range(s.ints[I_CANDIDATES]):
+        j = s.candidates[i]
+        if is_pending(session_phase(s, j)) or not job_valid(s, j) or not job_starving(s, j):
+            continue
+        first = -1
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            if s.status[t] != PENDING:
+                continue
+            if first < 0 or task_less(s, t, first):
+                first = t
+            known = preempt_known(s, t, SCOPE_QUEUE)
+            if known < 0:
+                return -1
+            scans += known
+        if first >= 0:
+            known = preempt_known(s, first, SCOPE_JOB)
+            if known < 0:
+                return -1
+            scans += known
+    return scans
+
+
+@jit
 def preempt(s, now):
     """preempt: starving jobs take room from other jobs of their queue (one statement per job,
     committed if the job is then pipelined); then pending tasks of those jobs from running
     lower-priority tasks of their own job. Only the session's candidates can have a pending
     task (a session creates none); any other starving job would enter a heap and leave it with
-    nothing tried."""
+    nothing tried. When every try is known to fail, only their passes are made
+    (:func:`preempt_passes`)."""
     start_action(s, PREEMPT)
+    scans = preempt_passes(s)
+    if scans >= 0:
+        pass_by(s, scans)
+        return
     n_queues = 0
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
@@ -1551,11 +1621,43 @@ def reclaim_known_to_fail(s, t, j):
 
 
 @jit
+def reclaim_passes(s):
+    """The scans reclaim would pass over when every task it would try (a starving job's pending
+    tasks that are not never-schedulable and that their queue, not Overused, lets preempt) is known
+    to make no attempt (as in :func:`reclaim_task`); -1 when one would look at the nodes
+    (:func:`preempt_passes` says why the order does not matter)."""
+    scans = 0
+    for i in range(s.ints[I_CANDIDATES]):
+        j = s.candidates[i]
+        if is_pending(session_phase(s, j)) or not job_valid(s, j):
+            continue
+        q = s.j_queue[j]
+        if overused(s, q) or not job_starving(s, j):
+            continue
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            if s.status[t] != PENDING or s.t_never[t] or not preemptive(s, q, t):
+                continue
+            if not passable(s, t):
+                return -1
+            if not failure_known(s, M_RECLAIM, t):
+                if not reclaim_known_to_fail(s, t, j):
+                    return -1
+                remember_failure(s, M_RECLAIM, t)
+            scans += 1
+    return scans
+
+
+@jit
 def reclaim(s, now):
     """reclaim: queues by QueueOrderFn (Overused skipped); each starving job takes room for its
     pending tasks from other, reclaimable queues; committed if the job is then pipelined (of
-    the live jobs, the session's candidates, as in preempt)."""
+    the live jobs, the session's candidates, as in preempt). When every try is known to fail,
+    only their passes are made (:func:`reclaim_passes`)."""
     start_action(s, RECLAIM)
+    scans = reclaim_passes(s)
+    if scans >= 0:
+        pass_by(s, scans)
+        return
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
         if is_pending(session_phase(s, j)) or not job_valid(s, j):

@@ -140,9 +140,9 @@ FREED_LOG = 64
 """The nodes of the last this many books changes that could free room (``s.freed``, ``ints[I_FREED]``)."""
 
 # Attempts whose failures a session remembers (``s.m_*`` first index): preempt within a queue,
-# preempt within a job, reclaim, allocate's node scan
-M_PREEMPT_QUEUE, M_PREEMPT_JOB, M_RECLAIM, M_ALLOCATE = range(4)
-N_MEMO = 4
+# preempt within a job, reclaim
+M_PREEMPT_QUEUE, M_PREEMPT_JOB, M_RECLAIM = range(3)
+N_MEMO = 3
 
 
 class CoreState(types.Type):
