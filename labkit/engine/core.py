@@ -129,7 +129,7 @@ STATIC = (
     "q_weight", "q_rcap", "q_guar", "q_des", "q_named", "q_prio", "q_reclaimable", "q_open", "q_rank",
     "j_queue", "j_prio", "j_min", "j_minres", "j_has_minres", "j_rank", "j_creation", "j_sla", "j_submit",
     "j_work", "j_uses_speed", "j_ckpt", "j_restart", "j_grace", "j_lo", "j_pair", "j_min_total",
-    "j_init_phase",
+    "j_init_phase", "j_alike",
     "pair_min",
     "t_job", "t_pair", "t_req", "t_prio", "t_never", "t_preemptable", "t_be", "t_critical", "t_index",
     "t_rank",
@@ -306,6 +306,17 @@ def _role_pairs(problem: Problem) -> dict:
             "j_min_total": np.where(minima > 0, minima, 0).sum(axis=1).astype(np.int64)}
 
 
+def alike_jobs(j_lo: np.ndarray, t_shape: np.ndarray, t_class: np.ndarray, t_be: np.ndarray) -> np.ndarray:
+    """The jobs whose pods allocate cannot tell apart when none fits: at least one pod, one
+    request shape and predicate class, none best-effort (core_actions.attempt_fits_nowhere)."""
+    differs = t_be.copy()
+    differs[1:] |= (t_shape[1:] != t_shape[:-1]) | (t_class[1:] != t_class[:-1])
+    firsts = j_lo[:-1][j_lo[1:] > j_lo[:-1]]
+    differs[firsts] = t_be[firsts]
+    seen = np.concatenate([[0], np.cumsum(differs)])
+    return (j_lo[1:] > j_lo[:-1]) & (seen[j_lo[1:]] == seen[j_lo[:-1]])
+
+
 MAX_SHAPE_COUNTS = 4_000_000
 """Most (queue, minResources shape) counters the enqueue shortcut keeps; beyond, enqueue uses heaps."""
 
@@ -431,6 +442,7 @@ def static_arrays(c: Compiled) -> dict:
         "gpu": names.index(GPU) if GPU in names else -1,
         "strict_fifo": bool(p.policy.strict_fifo),
     }
+    arrays["j_alike"] = alike_jobs(arrays["j_lo"], arrays["t_shape"], arrays["t_class"], arrays["t_be"])
     arrays.update(_queue_arrays(p, total))
     arrays.update(_role_pairs(p))
     arrays.update(_snapshot_arrays(c))

@@ -888,6 +888,20 @@ def remember_attempt_failed(s, j):
 
 
 @jit
+def attempt_fits_nowhere(s, j, now):
+    """Job ``j``'s attempt would place nothing and be discarded, seen without making it: its pods
+    are all Pending and alike (``s.j_alike``), and one like them is not Allocatable in its queue or
+    fits no node (:func:`fit_known_to_fail`), and with nothing placed the job is neither ready nor
+    pipelined. What the attempt would leave behind, fit errors without nodes, no later step reads."""
+    t = s.j_lo[j]
+    if not s.j_alike[j] or s.j_cnt[j, PENDING] != s.j_lo[j + 1] - t:
+        return False
+    if allocatable(s, s.j_queue[j], t) and not fit_known_to_fail(s, t):
+        return False
+    return not job_ready(s, j) and not vote(s, H_JOB_PIPELINED, j, now)
+
+
+@jit
 def allocate(s, now):
     """allocate: one job per queue turn (Overused queues dropped), its pending tasks in one
     statement, committed when the job is ready; under StrictFIFO a queue whose job is not ready
@@ -909,7 +923,7 @@ def allocate(s, now):
         if not has_job(s, q, lists):
             continue
         j = next_job(s, q, lists)
-        if s.attempt_memo and attempt_known_to_fail(s, j):
+        if (s.attempt_memo and attempt_known_to_fail(s, j)) or attempt_fits_nowhere(s, j, now):
             if s.strict_fifo:
                 continue
             push(s, HEAP_QUEUE, 0, q)
@@ -950,16 +964,16 @@ def allocate_tasks(s, j, now, start):
         if s.t_named[t] and s.pr_fail[s.t_pair[t]]:
             record_fit_error(s, t, False)
             continue
-        row = -1
-        if s.t_named[t]:
-            row = s.t_pair[t] - s.j_pair[j]
-            if s.cache_mark[row] != stamp:
-                s.cache_mark[row] = stamp
-                s.cache[row, :] = F_OK
         if fit_known_to_fail(s, t):
             s.ints[I_UNRESOLVABLE] = 0  # (the failed scan saw every node and moved the start by all of them)
             found = 0
         else:
+            row = -1
+            if s.t_named[t]:
+                row = s.t_pair[t] - s.j_pair[j]
+                if s.cache_mark[row] != stamp:
+                    s.cache_mark[row] = stamp
+                    s.cache[row, :] = F_OK
             found = scan(s, t, SCAN_ALLOCATE, s.all_nodes, s.all_nodes.size, row)
         if found == 0:
             remember_fits_nowhere(s, t)
