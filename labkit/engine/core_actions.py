@@ -1501,6 +1501,21 @@ def preempt_known(s, t, scope):
 
 
 @jit
+def tries_alike(s, j):
+    """Preempt and reclaim would try each of job ``j``'s pods the same way: all Pending and alike
+    (``s.j_alike``), of one preemption policy, none with a fit error that keeps nodes out. The
+    job's first pod then answers for all (a pod's own priority is read only against placed pods of
+    its job, and it has none)."""
+    lo, hi = s.j_lo[j], s.j_lo[j + 1]
+    if not s.j_alike[j] or s.j_cnt[j, PENDING] != hi - lo or excludes_nodes(s, lo):
+        return False
+    for t in range(lo + 1, hi):
+        if s.t_never[t] != s.t_never[lo] or excludes_nodes(s, t):
+            return False
+    return True
+
+
+@jit
 def preempt_passes(s):
     """The scans preempt would pass over when every task it would try is known to make no
     attempt (:func:`preempt_known`): each starving job's pending tasks within the queue, then its
@@ -1513,15 +1528,22 @@ def preempt_passes(s):
         if is_pending(session_phase(s, j)) or not job_valid(s, j) or not job_starving(s, j):
             continue
         first = -1
-        for t in range(s.j_lo[j], s.j_lo[j + 1]):
-            if s.status[t] != PENDING:
-                continue
-            if first < 0 or task_less(s, t, first):
-                first = t
-            known = preempt_known(s, t, SCOPE_QUEUE)
+        if tries_alike(s, j):
+            first = s.j_lo[j]
+            known = preempt_known(s, first, SCOPE_QUEUE)
             if known < 0:
                 return -1
-            scans += known
+            scans += known * (s.j_lo[j + 1] - first)
+        else:
+            for t in range(s.j_lo[j], s.j_lo[j + 1]):
+                if s.status[t] != PENDING:
+                    continue
+                if first < 0 or task_less(s, t, first):
+                    first = t
+                known = preempt_known(s, t, SCOPE_QUEUE)
+                if known < 0:
+                    return -1
+                scans += known
         if first >= 0:
             known = preempt_known(s, first, SCOPE_JOB)
             if known < 0:
@@ -1635,29 +1657,48 @@ def reclaim_known_to_fail(s, t, j):
 
 
 @jit
+def reclaim_known(s, t, j):
+    """What reclaim does for pending task ``t`` of job ``j`` when it is known to make no attempt:
+    0 (not tried: never-preempting, or its queue does not let it preempt) or 1 (passed over, the
+    failure remembered as :func:`give_up` remembers it); -1 when it would look at the nodes."""
+    if s.t_never[t] or not preemptive(s, s.j_queue[j], t):
+        return 0
+    if not passable(s, t):
+        return -1
+    if failure_known(s, M_RECLAIM, t):
+        return 1
+    if not reclaim_known_to_fail(s, t, j):
+        return -1
+    remember_failure(s, M_RECLAIM, t)
+    return 1
+
+
+@jit
 def reclaim_passes(s):
-    """The scans reclaim would pass over when every task it would try (a starving job's pending
-    tasks that are not never-schedulable and that their queue, not Overused, lets preempt) is known
-    to make no attempt (as in :func:`reclaim_task`); -1 when one would look at the nodes
-    (:func:`preempt_passes` says why the order does not matter)."""
+    """The scans reclaim would pass over when every task it would try (the pending tasks of a
+    starving job whose queue is not Overused) is known to make no attempt (:func:`reclaim_known`);
+    -1 when one would look at the nodes (:func:`preempt_passes` says why the order does not
+    matter)."""
     scans = 0
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
         if is_pending(session_phase(s, j)) or not job_valid(s, j):
             continue
-        q = s.j_queue[j]
-        if overused(s, q) or not job_starving(s, j):
+        if overused(s, s.j_queue[j]) or not job_starving(s, j):
+            continue
+        if tries_alike(s, j):
+            known = reclaim_known(s, s.j_lo[j], j)
+            if known < 0:
+                return -1
+            scans += known * (s.j_lo[j + 1] - s.j_lo[j])
             continue
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
-            if s.status[t] != PENDING or s.t_never[t] or not preemptive(s, q, t):
+            if s.status[t] != PENDING:
                 continue
-            if not passable(s, t):
+            known = reclaim_known(s, t, j)
+            if known < 0:
                 return -1
-            if not failure_known(s, M_RECLAIM, t):
-                if not reclaim_known_to_fail(s, t, j):
-                    return -1
-                remember_failure(s, M_RECLAIM, t)
-            scans += 1
+            scans += known
     return scans
 
 
