@@ -129,7 +129,7 @@ STATIC = (
     "q_weight", "q_rcap", "q_guar", "q_des", "q_named", "q_prio", "q_reclaimable", "q_open", "q_rank",
     "j_queue", "j_prio", "j_min", "j_minres", "j_has_minres", "j_rank", "j_creation", "j_sla", "j_submit",
     "j_work", "j_uses_speed", "j_ckpt", "j_restart", "j_grace", "j_lo", "j_pair", "j_min_total",
-    "j_init_phase", "j_alike",
+    "j_init_phase", "j_alike", "j_kind",
     "pair_min",
     "t_job", "t_pair", "t_req", "t_prio", "t_never", "t_preemptable", "t_be", "t_critical", "t_index",
     "t_rank",
@@ -185,6 +185,10 @@ MUTABLE = {
     # allocate's candidates kept between sessions (core_actions.update_candidates)
     "al_job": ("J", -1, I32), "al_n": ("Q", 0, I), "al_head": ("Q", 0, I), "ac_kind": ("J", 0, I8),
     "ao_job": ("J", 0, I32), "ao_at": ("J", -1, I32),
+    # the starving plain candidates per pass kind (s.j_kind): their count, their pods, a list of them
+    # (head, next, previous), and the kinds with any, ints[I_KINDS] of them (core_actions.preempt_passes)
+    "pk_jobs": ("G", 0, I), "pk_pods": ("G", 0, I), "pk_head": ("G", -1, I32), "jk_next": ("J", -1, I32),
+    "jk_prev": ("J", -1, I32), "jk_in": ("J", False, B), "pk_list": ("G", 0, I32), "pk_at": ("G", -1, I32),
     # a job's last allocate attempt that was discarded: the node books and job version after it, +1 (0 = none)
     "jm_nodes": ("J", 0, I), "jm_ver": ("J", 0, I),
     # failed preempt / reclaim attempts per request shape and queue (core_actions.failure_known)
@@ -306,15 +310,30 @@ def _role_pairs(problem: Problem) -> dict:
             "j_min_total": np.where(minima > 0, minima, 0).sum(axis=1).astype(np.int64)}
 
 
-def alike_jobs(j_lo: np.ndarray, t_shape: np.ndarray, t_class: np.ndarray, t_be: np.ndarray) -> np.ndarray:
-    """The jobs whose pods allocate cannot tell apart when none fits: at least one pod, one
-    request shape and predicate class, none best-effort (core_actions.attempt_fits_nowhere)."""
+def alike_jobs(j_lo: np.ndarray, t_shape: np.ndarray, t_class: np.ndarray, t_never: np.ndarray,
+               t_be: np.ndarray) -> np.ndarray:
+    """The jobs whose pods the actions cannot tell apart while none is placed: at least one pod, one
+    request shape, predicate class and preemption policy, none best-effort
+    (core_actions.attempt_fits_nowhere, tries_alike)."""
     differs = t_be.copy()
-    differs[1:] |= (t_shape[1:] != t_shape[:-1]) | (t_class[1:] != t_class[:-1])
+    differs[1:] |= (t_shape[1:] != t_shape[:-1]) | (t_class[1:] != t_class[:-1]) | (t_never[1:] != t_never[:-1])
     firsts = j_lo[:-1][j_lo[1:] > j_lo[:-1]]
     differs[firsts] = t_be[firsts]
     seen = np.concatenate([[0], np.cumsum(differs)])
     return (j_lo[1:] > j_lo[:-1]) & (seen[j_lo[1:]] == seen[j_lo[:-1]])
+
+
+def pass_kinds(arrays: dict) -> np.ndarray:
+    """Each job of alike pods numbered by all that preempt and reclaim read of it while none of
+    its pods is placed: its queue and priority, and its pods' request shape, predicate class and
+    preemption policy; -1 for the other jobs (core_actions.preempt_passes counts by these kinds)."""
+    jobs = np.flatnonzero(arrays["j_alike"])
+    first = arrays["j_lo"][jobs]
+    kinds = np.full(len(arrays["j_alike"]), -1, np.int64)
+    if len(jobs):
+        kinds[jobs] = row_ids(np.stack([arrays["j_queue"][jobs], arrays["j_prio"][jobs], arrays["t_shape"][first],
+                                        arrays["t_class"][first], arrays["t_never"][first].astype(np.int64)], axis=1))
+    return kinds
 
 
 MAX_SHAPE_COUNTS = 4_000_000
@@ -442,7 +461,9 @@ def static_arrays(c: Compiled) -> dict:
         "gpu": names.index(GPU) if GPU in names else -1,
         "strict_fifo": bool(p.policy.strict_fifo),
     }
-    arrays["j_alike"] = alike_jobs(arrays["j_lo"], arrays["t_shape"], arrays["t_class"], arrays["t_be"])
+    arrays["j_alike"] = alike_jobs(arrays["j_lo"], arrays["t_shape"], arrays["t_class"], arrays["t_never"],
+                                   arrays["t_be"])
+    arrays["j_kind"] = pass_kinds(arrays)
     arrays.update(_queue_arrays(p, total))
     arrays.update(_role_pairs(p))
     arrays.update(_snapshot_arrays(c))
@@ -505,13 +526,13 @@ def _filled(shape: tuple, value, dtype) -> np.ndarray:
 def mutable_arrays(st: dict, scale: float) -> dict:
     """Fresh clock state and session scratch (:data:`MUTABLE`). Sizes: J jobs, T tasks, N nodes,
     Q queues, R resources, P (job, role) pairs, M most pairs of one job, S task statuses, X scalar
-    slots, W minResources shapes, Z request shapes, F kinds of remembered failed attempts; ``scale``
+    slots, W minResources shapes, Z request shapes, F kinds of remembered failed attempts, G pass kinds; ``scale``
     multiplies the buffers a run cannot bound in advance: E events, H clock events, K pod runs, U fit-error nodes."""
     n_jobs, n_tasks, n_nodes = len(st["j_queue"]), len(st["t_job"]), len(st["node_alloc"])
     sizes = {"J": n_jobs, "T": n_tasks, "N": n_nodes, "Q": len(st["q_weight"]), "R": len(st["total"]),
              "P": len(st["pair_min"]), "M": int(np.diff(st["j_pair"]).max()) if n_jobs else 1,
              "S": N_STATUS, "X": N_INTS, "F": N_MEMO, "W": int(st["j_mshape"].max()) + 1 if n_jobs else 1,
-             "Z": int(st["t_shape"].max()) + 1 if n_tasks else 1}
+             "Z": int(st["t_shape"].max()) + 1 if n_tasks else 1, "G": max(int(st["j_kind"].max()) + 1, 1) if n_jobs else 1}
     # pod runs: one per pod, and room for as many more as can run at once, which the clock's check
     # before a session counts again (``core_clock.room_for_session``), so a run without restarts
     # never grows its buffers near its end

@@ -93,6 +93,7 @@ from .core_state import (
     I_FULL_NODES,
     I_IMPURE,
     I_IN_SESSION,
+    I_KINDS,
     I_LIVE,
     I_NEXT_NODE,
     I_NODES,
@@ -808,13 +809,60 @@ def candidate_enter(s, j, kind):
 def update_candidates(s):
     """allocate's candidates kept between sessions: the jobs touched since the last close
     (``s.to_close``, which also holds those touched since in this session) are sorted again into
-    their queue's plain candidates or the others; no other job changed since it was sorted."""
+    their queue's plain candidates or the others, and into their pass kind's starving plain
+    candidates or out; no other job changed since it was sorted."""
     for i in range(s.ints[I_TO_CLOSE]):
         j = s.to_close[i]
         kind = candidate_kind(s, j)
         if kind != s.ac_kind[j]:
             candidate_leave(s, j)
             candidate_enter(s, j, kind)
+        member = kind == AC_PLAIN and s.j_kind[j] >= 0 and job_starving(s, j)
+        if member != s.jk_in[j]:
+            if member:
+                kind_join(s, j)
+            else:
+                kind_leave(s, j)
+
+
+@jit
+def kind_join(s, j):
+    """Job ``j`` joins its pass kind's starving plain candidates."""
+    g = s.j_kind[j]
+    head = s.pk_head[g]
+    s.jk_prev[j], s.jk_next[j] = -1, head
+    if head >= 0:
+        s.jk_prev[head] = j
+    s.pk_head[g] = j
+    if s.pk_jobs[g] == 0:
+        s.pk_at[g] = s.ints[I_KINDS]
+        s.pk_list[s.ints[I_KINDS]] = g
+        s.ints[I_KINDS] += 1
+    s.pk_jobs[g] += 1
+    s.pk_pods[g] += s.j_lo[j + 1] - s.j_lo[j]
+    s.jk_in[j] = True
+
+
+@jit
+def kind_leave(s, j):
+    g = s.j_kind[j]
+    before, after = s.jk_prev[j], s.jk_next[j]
+    if before >= 0:
+        s.jk_next[before] = after
+    else:
+        s.pk_head[g] = after
+    if after >= 0:
+        s.jk_prev[after] = before
+    s.pk_jobs[g] -= 1
+    s.pk_pods[g] -= s.j_lo[j + 1] - s.j_lo[j]
+    if s.pk_jobs[g] == 0:
+        last = s.ints[I_KINDS] - 1
+        at = s.pk_at[g]
+        s.pk_list[at] = s.pk_list[last]
+        s.pk_at[s.pk_list[at]] = at
+        s.pk_at[g] = -1
+        s.ints[I_KINDS] = last
+    s.jk_in[j] = False
 
 
 @jit
@@ -1503,16 +1551,62 @@ def preempt_known(s, t, scope):
 @jit
 def tries_alike(s, j):
     """Preempt and reclaim would try each of job ``j``'s pods the same way: all Pending and alike
-    (``s.j_alike``), of one preemption policy, none with a fit error that keeps nodes out. The
-    job's first pod then answers for all (a pod's own priority is read only against placed pods of
-    its job, and it has none)."""
+    (``s.j_alike``), none with a fit error that keeps nodes out. The job's first pod then answers
+    for all (a pod's own priority is read only against placed pods of its job, and it has none)."""
     lo, hi = s.j_lo[j], s.j_lo[j + 1]
-    if not s.j_alike[j] or s.j_cnt[j, PENDING] != hi - lo or excludes_nodes(s, lo):
+    if not s.j_alike[j] or s.j_cnt[j, PENDING] != hi - lo:
         return False
-    for t in range(lo + 1, hi):
-        if s.t_never[t] != s.t_never[lo] or excludes_nodes(s, t):
+    for t in range(lo, hi):
+        if excludes_nodes(s, t):
             return False
     return True
+
+
+@jit
+def by_kind(s):
+    """The starving plain candidates can be answered by pass kind (``s.j_kind``), each kind by one
+    of them: they are this session's candidates (the Pending PodGroups are apart, so the candidates
+    are the active jobs with pending pods), brought up to date (:func:`update_candidates`), and
+    none has a fit error that keeps nodes out (``s.fit_tasks``), so each tries its pods alike
+    (:func:`tries_alike`) and as every job of its kind: what a try reads of a job with nothing
+    placed is its queue, priority and pods' kind."""
+    if not waiting_apart(s):
+        return False
+    update_candidates(s)
+    for k in range(s.ints[I_FIT_TASKS]):
+        t = s.fit_tasks[k]
+        if s.jk_in[s.t_job[t]] and excludes_nodes(s, t):
+            return False
+    return True
+
+
+@jit
+def job_preempt_passes(s, j):
+    """The scans preempt passes over for starving job ``j`` (:func:`preempt_passes`), -1 when one
+    of its tries would look at the nodes."""
+    scans, first = 0, -1
+    if tries_alike(s, j):
+        first = s.j_lo[j]
+        known = preempt_known(s, first, SCOPE_QUEUE)
+        if known < 0:
+            return -1
+        scans = known * (s.j_lo[j + 1] - first)
+    else:
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            if s.status[t] != PENDING:
+                continue
+            if first < 0 or task_less(s, t, first):
+                first = t
+            known = preempt_known(s, t, SCOPE_QUEUE)
+            if known < 0:
+                return -1
+            scans += known
+    if first >= 0:
+        known = preempt_known(s, first, SCOPE_JOB)
+        if known < 0:
+            return -1
+        scans += known
+    return scans
 
 
 @jit
@@ -1520,35 +1614,29 @@ def preempt_passes(s):
     """The scans preempt would pass over when every task it would try is known to make no
     attempt (:func:`preempt_known`): each starving job's pending tasks within the queue, then its
     first pending task (TaskOrderFn) within the job. A pass changes nothing a later step reads but
-    the rotating start, so the order of the tries does not matter, nor do the heaps. -1 when some
-    task would look at the nodes: then the action runs in full."""
+    the rotating start, so the order of the tries does not matter, nor do the heaps, and the
+    starving plain candidates count by kind (:func:`by_kind`). -1 when some task would look at the
+    nodes: then the action runs in full."""
     scans = 0
+    kinds = by_kind(s)
+    if kinds:
+        for k in range(s.ints[I_KINDS]):
+            g = s.pk_list[k]
+            t = s.j_lo[s.pk_head[g]]
+            within_queue, within_job = preempt_known(s, t, SCOPE_QUEUE), preempt_known(s, t, SCOPE_JOB)
+            if within_queue < 0 or within_job < 0:
+                return -1
+            scans += within_queue * s.pk_pods[g] + within_job * s.pk_jobs[g]
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
+        if kinds and s.jk_in[j]:
+            continue
         if is_pending(session_phase(s, j)) or not job_valid(s, j) or not job_starving(s, j):
             continue
-        first = -1
-        if tries_alike(s, j):
-            first = s.j_lo[j]
-            known = preempt_known(s, first, SCOPE_QUEUE)
-            if known < 0:
-                return -1
-            scans += known * (s.j_lo[j + 1] - first)
-        else:
-            for t in range(s.j_lo[j], s.j_lo[j + 1]):
-                if s.status[t] != PENDING:
-                    continue
-                if first < 0 or task_less(s, t, first):
-                    first = t
-                known = preempt_known(s, t, SCOPE_QUEUE)
-                if known < 0:
-                    return -1
-                scans += known
-        if first >= 0:
-            known = preempt_known(s, first, SCOPE_JOB)
-            if known < 0:
-                return -1
-            scans += known
+        known = job_preempt_passes(s, j)
+        if known < 0:
+            return -1
+        scans += known
     return scans
 
 
@@ -1678,10 +1766,23 @@ def reclaim_passes(s):
     """The scans reclaim would pass over when every task it would try (the pending tasks of a
     starving job whose queue is not Overused) is known to make no attempt (:func:`reclaim_known`);
     -1 when one would look at the nodes (:func:`preempt_passes` says why the order does not
-    matter)."""
+    matter and the starving plain candidates count by kind)."""
     scans = 0
+    kinds = by_kind(s)
+    if kinds:
+        for k in range(s.ints[I_KINDS]):
+            g = s.pk_list[k]
+            j = s.pk_head[g]
+            if overused(s, s.j_queue[j]):
+                continue
+            known = reclaim_known(s, s.j_lo[j], j)
+            if known < 0:
+                return -1
+            scans += known * s.pk_pods[g]
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
+        if kinds and s.jk_in[j]:
+            continue
         if is_pending(session_phase(s, j)) or not job_valid(s, j):
             continue
         if overused(s, s.j_queue[j]) or not job_starving(s, j):
