@@ -129,7 +129,7 @@ STATIC = (
     "q_weight", "q_rcap", "q_guar", "q_des", "q_named", "q_prio", "q_reclaimable", "q_open", "q_rank",
     "j_queue", "j_prio", "j_min", "j_minres", "j_has_minres", "j_rank", "j_creation", "j_sla", "j_submit",
     "j_work", "j_uses_speed", "j_ckpt", "j_restart", "j_grace", "j_lo", "j_pair", "j_min_total",
-    "j_init_phase", "j_alike", "j_kind",
+    "j_init_phase", "j_alike", "j_kind", "j_prank", "prio_of_rank",
     "pair_min",
     "t_job", "t_pair", "t_req", "t_prio", "t_never", "t_preemptable", "t_be", "t_critical", "t_index",
     "t_rank",
@@ -199,6 +199,13 @@ MUTABLE = {
     "fit_books": ("Z", -1, I), "m_freed": ("Z", 0, I), "freed": (str(FREED_LOG), -1, I),
     # bounds over the candidate victims per queue, and the books they were made at (core_actions.queue_bounds)
     "nv_bound": ("2 Q 5", 0, F), "nv_books": ("2", -1, I), "vb": ("5", 0, F), "j_ver": ("J", 0, I),
+    # what each job brings to those bounds per kind (candidates, gang's flag, drf's share left), the
+    # per-queue sums of it (candidates, jobs per priority rank, gang flags, the largest drf share and how
+    # many jobs have it, or stale), and the jobs to read again (core_actions.bounds_refresh)
+    "qc_count": ("J 2", 0, I32), "qc_gang": ("J 2", False, B), "qc_drf": ("J 2", -np.inf, F),
+    "qa_count": ("2 Q", 0, I), "qa_prio": ("2 Q V", 0, I), "qa_gang": ("2 Q", 0, I),
+    "qa_drf": ("2 Q", -np.inf, F), "qa_drf_n": ("2 Q", 0, I), "qa_stale": ("2 Q", False, B),
+    "bd_job": ("J", 0, I32), "bd_mark": ("J", False, B),
     "jb_count": ("J 2", 0, I32), "jb_drf": ("J 2", 0, F), "jb_ver": ("J", -1, I),
 }
 """The run's mutable arrays: shape (in the sizes of :func:`mutable_arrays`), initial value, dtype."""
@@ -321,6 +328,15 @@ def alike_jobs(j_lo: np.ndarray, t_shape: np.ndarray, t_class: np.ndarray, t_nev
     differs[firsts] = t_be[firsts]
     seen = np.concatenate([[0], np.cumsum(differs)])
     return (j_lo[1:] > j_lo[:-1]) & (seen[j_lo[1:]] == seen[j_lo[:-1]])
+
+
+def priority_ranks(priorities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each job's rank among the distinct job priorities (ascending), and the priority of each rank."""
+    codes, distinct = pd.factorize(priorities)
+    order = np.argsort(distinct, kind="stable")
+    rank = np.empty(len(distinct), np.int64)
+    rank[order] = np.arange(len(distinct))
+    return rank[codes].astype(np.int64), np.asarray(distinct, np.float64)[order]
 
 
 def pass_kinds(arrays: dict) -> np.ndarray:
@@ -464,6 +480,7 @@ def static_arrays(c: Compiled) -> dict:
     arrays["j_alike"] = alike_jobs(arrays["j_lo"], arrays["t_shape"], arrays["t_class"], arrays["t_never"],
                                    arrays["t_be"])
     arrays["j_kind"] = pass_kinds(arrays)
+    arrays["j_prank"], arrays["prio_of_rank"] = priority_ranks(arrays["j_prio"])
     arrays.update(_queue_arrays(p, total))
     arrays.update(_role_pairs(p))
     arrays.update(_snapshot_arrays(c))
@@ -526,13 +543,14 @@ def _filled(shape: tuple, value, dtype) -> np.ndarray:
 def mutable_arrays(st: dict, scale: float) -> dict:
     """Fresh clock state and session scratch (:data:`MUTABLE`). Sizes: J jobs, T tasks, N nodes,
     Q queues, R resources, P (job, role) pairs, M most pairs of one job, S task statuses, X scalar
-    slots, W minResources shapes, Z request shapes, F kinds of remembered failed attempts, G pass kinds; ``scale``
+    slots, W minResources shapes, Z request shapes, F kinds of remembered failed attempts, G pass kinds, V job priorities; ``scale``
     multiplies the buffers a run cannot bound in advance: E events, H clock events, K pod runs, U fit-error nodes."""
     n_jobs, n_tasks, n_nodes = len(st["j_queue"]), len(st["t_job"]), len(st["node_alloc"])
     sizes = {"J": n_jobs, "T": n_tasks, "N": n_nodes, "Q": len(st["q_weight"]), "R": len(st["total"]),
              "P": len(st["pair_min"]), "M": int(np.diff(st["j_pair"]).max()) if n_jobs else 1,
              "S": N_STATUS, "X": N_INTS, "F": N_MEMO, "W": int(st["j_mshape"].max()) + 1 if n_jobs else 1,
-             "Z": int(st["t_shape"].max()) + 1 if n_tasks else 1, "G": max(int(st["j_kind"].max()) + 1, 1) if n_jobs else 1}
+             "Z": int(st["t_shape"].max()) + 1 if n_tasks else 1, "G": max(int(st["j_kind"].max()) + 1, 1) if n_jobs else 1,
+             "V": max(len(st["prio_of_rank"]), 1)}
     # pod runs: one per pod, and room for as many more as can run at once, which the clock's check
     # before a session counts again (``core_clock.room_for_session``), so a run without restarts
     # never grows its buffers near its end

@@ -19,6 +19,7 @@ from .core_state import (
     CPU,
     FAILED,
     I_BOOKS,
+    I_BOUNDS_DIRTY,
     I_CREATED,
     I_FREED,
     I_FULL_NODES,
@@ -293,6 +294,7 @@ def touch(s, j):
     close (``s.to_close``) and whether its work starts at the next session end (``s.to_start``);
     for the others nothing changed since, so neither can change. The job's version counts up."""
     s.j_ver[j] += 1
+    bounds_dirty(s, j)
     if not s.close_mark[j]:
         s.close_mark[j] = True
         s.to_close[s.ints[I_TO_CLOSE]] = j
@@ -371,6 +373,17 @@ def set_live(s, j, live):
         contribute(s, j, -1)
         s.is_live[j] = False
         s.q_live[q] -= 1
+        bounds_dirty(s, j)
+
+
+@jit
+def bounds_dirty(s, j):
+    """Job ``j``'s share in the per-queue victim bounds may have changed: it is read again when
+    they are next wanted (``s.bd_job``, core_actions.bounds_refresh)."""
+    if not s.bd_mark[j]:
+        s.bd_mark[j] = True
+        s.bd_job[s.ints[I_BOUNDS_DIRTY]] = j
+        s.ints[I_BOUNDS_DIRTY] += 1
 
 
 @jit

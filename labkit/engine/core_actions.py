@@ -14,6 +14,7 @@ import math
 
 from .core_account import (
     allocated_tasks,
+    bounds_dirty,
     fits_future,
     fits_idle,
     future_idle,
@@ -22,6 +23,7 @@ from .core_account import (
     n_tasks,
     need_continue_allocating,
     pod_view,
+    ready,
     scheduled,
     session_phase,
     set_session_phase,
@@ -29,6 +31,9 @@ from .core_account import (
 )
 from .core_plugins import (
     B_COUNT,
+    B_DRF,
+    B_GANG,
+    B_PRIORITY,
     HEAP_JOB,
     HEAP_QUEUE,
     HEAP_TASK,
@@ -36,7 +41,6 @@ from .core_plugins import (
     allocatable,
     bound_add,
     bound_clear,
-    bound_job,
     bound_merge,
     bound_proportion,
     drf_touch,
@@ -84,6 +88,8 @@ from .core_state import (
     I_ATTRS,
     I_BINDS,
     I_BOOKS,
+    I_BOUNDS_BUILT,
+    I_BOUNDS_DIRTY,
     I_CANDIDATES,
     I_CLOSED,
     I_EVICTS,
@@ -1359,25 +1365,106 @@ def bound_candidates(s, b, t, scope, j, other):
 def queue_bounds(s, kind):
     """The bound over each queue's candidates (rows of ``s.nv_bound[kind]``) for preempt (kind
     0: Bound or Running) or reclaim (1: Running), preemptable tasks of the live jobs; made again
-    only when the books changed since (``s.nv_books``), from each job's count and drf share
-    (:func:`job_bounds`)."""
+    only when the books changed since (``s.nv_books``), from per-queue sums that follow the jobs
+    as they change (:func:`bounds_refresh`)."""
     bounds = s.nv_bound[kind]
     if s.nv_books[kind] == s.ints[I_BOOKS]:
         return bounds
+    bounds_refresh(s)
     for q in range(bounds.shape[0]):
-        bound_clear(bounds[q])
-    for i in range(s.ints[I_LIVE]):
-        other = s.live[i]
-        if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0:
+        b = bounds[q]
+        bound_clear(b)
+        if s.qa_count[kind, q] == 0:
             continue
-        job_bounds(s, other)
-        bound_job(s, bounds[s.j_queue[other]], other, s.jb_count[other, kind], float(s.j_prio[other]),
-                  s.jb_drf[other, kind])
-    for q in range(bounds.shape[0]):
-        if bounds[q, B_COUNT] > 0:
-            bound_proportion(s, bounds[q], q)
+        if s.qa_stale[kind, q]:
+            largest_drf_again(s, kind, q)
+        b[B_COUNT] = float(s.qa_count[kind, q])
+        for r in range(s.prio_of_rank.size):
+            if s.qa_prio[kind, q, r] > 0:
+                b[B_PRIORITY] = s.prio_of_rank[r]
+                break
+        if s.qa_gang[kind, q] > 0:
+            b[B_GANG] = 1.0
+        b[B_DRF] = s.qa_drf[kind, q]
+        bound_proportion(s, b, q)
     s.nv_books[kind] = s.ints[I_BOOKS]
     return bounds
+
+
+@jit
+def bounds_refresh(s):
+    """The per-queue sums behind :func:`queue_bounds` follow the jobs changed since they were last
+    read (``s.bd_job``: touched, or out of the snapshot; every live job the first time): each one's
+    share (its candidates per kind, its priority, gang's flag, drf's share left, from
+    :func:`job_bounds`) is taken out and put back as it is now."""
+    if not s.ints[I_BOUNDS_BUILT]:
+        s.ints[I_BOUNDS_BUILT] = 1
+        for i in range(s.ints[I_LIVE]):
+            bounds_dirty(s, s.live[i])
+    for i in range(s.ints[I_BOUNDS_DIRTY]):
+        j = s.bd_job[i]
+        s.bd_mark[j] = False
+        counted = s.is_live[j] and s.j_cnt[j, RUNNING] + s.j_cnt[j, BOUND] > 0
+        if counted:
+            job_bounds(s, j)
+        for kind in range(2):
+            if s.qc_count[j, kind] > 0:
+                bound_leave(s, j, kind)
+            if counted and s.jb_count[j, kind] > 0:
+                bound_enter(s, j, kind)
+    s.ints[I_BOUNDS_DIRTY] = 0
+
+
+@jit
+def bound_enter(s, j, kind):
+    """Job ``j``'s candidates of ``kind`` into its queue's sums."""
+    q = s.j_queue[j]
+    s.qc_count[j, kind] = s.jb_count[j, kind]
+    s.qa_count[kind, q] += s.jb_count[j, kind]
+    s.qa_prio[kind, q, s.j_prank[j]] += 1
+    gang = ready(s, j) > s.j_min[j]
+    s.qc_gang[j, kind] = gang
+    s.qa_gang[kind, q] += gang
+    drf = s.jb_drf[j, kind]
+    s.qc_drf[j, kind] = drf
+    if not s.qa_stale[kind, q]:
+        if s.qa_drf_n[kind, q] == 0 or drf > s.qa_drf[kind, q]:
+            s.qa_drf[kind, q], s.qa_drf_n[kind, q] = drf, 1
+        elif drf == s.qa_drf[kind, q]:
+            s.qa_drf_n[kind, q] += 1
+
+
+@jit
+def bound_leave(s, j, kind):
+    """Job ``j``'s candidates of ``kind`` out of its queue's sums, as :func:`bound_enter` put them
+    in; when the last job with the largest drf share leaves, the largest is found again when next
+    wanted (:func:`largest_drf_again`)."""
+    q = s.j_queue[j]
+    s.qa_count[kind, q] -= s.qc_count[j, kind]
+    s.qc_count[j, kind] = 0
+    s.qa_prio[kind, q, s.j_prank[j]] -= 1
+    s.qa_gang[kind, q] -= s.qc_gang[j, kind]
+    if not s.qa_stale[kind, q] and s.qc_drf[j, kind] == s.qa_drf[kind, q]:
+        s.qa_drf_n[kind, q] -= 1
+        if s.qa_drf_n[kind, q] == 0:
+            s.qa_stale[kind, q] = True
+
+
+@jit
+def largest_drf_again(s, kind, q):
+    """The largest drf share left among queue ``q``'s jobs with candidates of ``kind``, read from
+    what they brought (``s.qc_drf``)."""
+    largest, n = -math.inf, 0
+    for i in range(s.ints[I_LIVE]):
+        j = s.live[i]
+        if s.j_queue[j] != q or s.qc_count[j, kind] == 0:
+            continue
+        drf = s.qc_drf[j, kind]
+        if n == 0 or drf > largest:
+            largest, n = drf, 1
+        elif drf == largest:
+            n += 1
+    s.qa_drf[kind, q], s.qa_drf_n[kind, q], s.qa_stale[kind, q] = largest, n, False
 
 
 @jit
