@@ -190,6 +190,37 @@ def test_contended_kueue_scenarios_preempt_the_same(scenario):
     assert_same(scenario)
 
 
+def test_a_no_fit_carries_no_usage_into_the_fair_sharing_order():
+    """j0's gpu group gets a flavor (9 GPUs, borrowing 3 from cq1's quota), then its cpu group fits
+    nowhere (nominal 0): the NoFit assignment carries no usage, so in the fair-sharing tournament
+    neither head borrows and j0 (older uid) goes first, its Pending before j6's QuotaReserved. The
+    core once kept the gpu usage of the NoFit, which made j0 borrow and lose (found by the random
+    scenarios above)."""
+    def queue(name: str) -> dict:
+        return {"name": name, "cohortName": "co1", "queueingStrategy": "StrictFIFO", "resourceGroups": [
+            {"coveredResources": ["nvidia.com/gpu"],
+             "flavors": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 6}]}]},
+            {"coveredResources": ["cpu"],
+             "flavors": [{"name": "cpu-any", "resources": [{"name": "cpu", "nominalQuota": 0}]}]}]}
+    jobs = [{"name": "j0", "namespace": "ns0", "submit": 0, "duration": 60,
+             "tasks": [{"name": "t0", "replicas": 3, "resources": {"nvidia.com/gpu": 3, "cpu": 1}}]},
+            {"name": "j6", "namespace": "ns1", "submit": 0, "duration": 60,
+             "tasks": [{"name": "t0", "replicas": 1, "resources": {"nvidia.com/gpu": 0}}]}]
+    scenario = spec.validate({
+        "name": "no-fit-usage", "horizon": "1h",
+        "cluster": {"pools": [{"name": "a100", "count": 1, "labels": {"gpu": "a100"},
+                               "resources": {"nvidia.com/gpu": 8, "cpu": 32}}]},
+        "tenants": [{"name": "ns0"}, {"name": "ns1"}], "jobs": jobs,
+        "kueue": {"resourceFlavors": [{"name": "a100", "nodeLabels": {"gpu": "a100"}}, {"name": "cpu-any"}],
+                  "clusterQueues": [queue("cq0"), queue("cq1")], "cohorts": [{"name": "co1"}],
+                  "localQueues": [{"name": "main", "namespace": "ns0", "clusterQueue": "cq0"},
+                                  {"name": "main", "namespace": "ns1", "clusterQueue": "cq1"}]},
+        "scheduler": {"kueue": {"fairSharing": {"enable": True}}}})
+    fast = assert_same(scenario)
+    first = fast.events[fast.events.kind.isin(["Pending", "QuotaReserved"])].head(2)
+    assert list(zip(first.kind, first.job)) == [("Pending", "ns0/j0"), ("QuotaReserved", "ns1/j6")]
+
+
 def test_kueue_example_admits_and_preempts_the_same():
     result = assert_same(spec.load(EXAMPLES / "kueue-cohort.yaml"))
     assert (result.events.kind == "Preempted").any()

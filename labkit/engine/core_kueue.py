@@ -742,7 +742,7 @@ def assign_counts(s, slot):
         lo, hi = s.ps_req_lo[ps], s.ps_req_lo[ps + 1]
         for k in range(lo, hi):
             if s.kq_group[cq, s.ps_req_r[k]] < 0:
-                s.e_mode[slot] = NO_FIT
+                no_fit(s, slot)
                 set_message(s, slot, MSG_UNAVAILABLE, ps, 0, 0, s.ps_req_r[k])
                 return
         for k in range(lo, hi):
@@ -770,7 +770,7 @@ def assign_counts(s, slot):
                         mode == PREEMPT and s.kq_stop_preempt[cq]):
                     break
             if best_mode == NO_FIT:
-                s.e_mode[slot] = NO_FIT
+                no_fit(s, slot)
                 set_message(s, slot, MSG_REASONS, ps, reasons, s.k_ints[K_PARTS], 0)
                 return
             worst, borrowing = min(worst, best_mode), max(borrowing, best_borrow)
@@ -785,6 +785,16 @@ def assign_counts(s, slot):
     s.e_mode[slot], s.e_borrow[slot] = worst, borrowing
     if worst == FIT:
         set_message(s, slot, 0, 0, 0, 0, 0)
+
+
+@jit
+def no_fit(s, slot):
+    """The entry's assignment is a NoFit: no flavors and no usage, whatever earlier podsets or
+    resource groups had been given (the fair-sharing order reads the usage)."""
+    s.e_mode[slot] = NO_FIT
+    s.e_use[slot] = 0.0
+    s.e_has[slot] = False
+    s.e_flav[slot] = -1
 
 
 @jit
