@@ -4,8 +4,9 @@
 
 Every case runs in its own subprocess (`--child CASE`), so its peak RSS (`resource.getrusage`,
 `ru_maxrss`) is its own; the wall time covers `labkit.simulate` (compile, workload expansion and the
-run), not building the scenario nor a warm-up run on a 20-job slice (numba compiling or
-loading its cache), which is printed apart. The 1M case's figures are printed with their targets
+run), not building the scenario nor a warm-up run on a 20-job slice (loading numba's cache), which
+is printed apart. Numba compiles, when its cache is cold, in a warm-up process of its own before
+the case (`--warm-up CASE`), so LLVM's memory is not in the case's peak RSS. The 1M case's figures are printed with their targets
 (< 60 s, peak RSS < 2 GB) and `ok` or `MISSED`; every case prints its evictions and events per
 job, and the Philly cases their rate against Helios's on cluster03 (the peer target itself is
 bench_peer.py's, on the same trace). `synthetic-16k-churn` is the 1M case's workload, 16,000 jobs,
@@ -235,9 +236,14 @@ def report(fig: dict, quick: bool) -> list[str]:
 
 
 def run_case(case: str, engine: str, quick: bool, timeout: float) -> dict:
-    """One case in a subprocess; its JSON figures, or {'error': ...}."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", case, "--engine", engine] + (["--quick"] if quick else [])
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """One case in a subprocess, after a warm-up subprocess that fills numba's cache; its JSON
+    figures, or {'error': ...}."""
+    base = [sys.executable, os.path.abspath(__file__), "--engine", engine] + (["--quick"] if quick else [])
+    try:
+        subprocess.run(base + ["--warm-up", case], capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"case": case, "error": f"the warm-up took more than the {timeout:g} s timeout"}
+    proc = subprocess.Popen(base + ["--child", case], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -264,7 +270,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny inputs (seconds), for tests")
     parser.add_argument("--json", action="store_true", help="also print all figures as one JSON line")
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--warm-up", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.warm_up:
+        warm_up(build(args.warm_up, True), args.engine)
+        return 0
     if args.child:
         try:
             child(args.child, args.engine, args.quick)
