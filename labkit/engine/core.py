@@ -339,11 +339,12 @@ def priority_ranks(priorities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank[codes].astype(np.int64), np.asarray(distinct, np.float64)[order]
 
 
-def pass_kinds(arrays: dict) -> np.ndarray:
+def pass_kinds(arrays: dict, victims: bool) -> np.ndarray:
     """Each job of alike pods numbered by all that preempt and reclaim read of it while none of
     its pods is placed: its queue and priority, and its pods' request shape, predicate class and
-    preemption policy; -1 for the other jobs (core_actions.preempt_passes counts by these kinds)."""
-    jobs = np.flatnonzero(arrays["j_alike"])
+    preemption policy; -1 for the other jobs (core_actions.preempt_passes counts by these kinds),
+    and for every job when the policy has neither action (``victims`` False)."""
+    jobs = np.flatnonzero(arrays["j_alike"]) if victims else np.zeros(0, np.int64)
     first = arrays["j_lo"][jobs]
     kinds = np.full(len(arrays["j_alike"]), -1, np.int64)
     if len(jobs):
@@ -479,7 +480,7 @@ def static_arrays(c: Compiled) -> dict:
     }
     arrays["j_alike"] = alike_jobs(arrays["j_lo"], arrays["t_shape"], arrays["t_class"], arrays["t_never"],
                                    arrays["t_be"])
-    arrays["j_kind"] = pass_kinds(arrays)
+    arrays["j_kind"] = pass_kinds(arrays, bool(np.isin(p.policy.actions, [Action.PREEMPT, Action.RECLAIM]).any()))
     arrays["j_prank"], arrays["prio_of_rank"] = priority_ranks(arrays["j_prio"])
     arrays.update(_queue_arrays(p, total))
     arrays.update(_role_pairs(p))
