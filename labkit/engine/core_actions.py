@@ -1668,26 +1668,43 @@ def by_kind(s):
 
 
 @jit
-def job_preempt_passes(s, j):
-    """The scans preempt passes over for starving job ``j`` (:func:`preempt_passes`), -1 when one
-    of its tries would look at the nodes."""
-    scans, first = 0, -1
+def pending_known(s, t, j, action):
+    """What ``action`` (preempt within the queue, or reclaim) does for pending task ``t`` of job
+    ``j`` when it is known to make no attempt (:func:`preempt_known`, :func:`reclaim_known`)."""
+    return preempt_known(s, t, SCOPE_QUEUE) if action == PREEMPT else reclaim_known(s, t, j)
+
+
+@jit
+def pending_passes(s, j, action):
+    """The scans ``action``'s tries of starving job ``j``'s pending tasks pass over, -1 when one of
+    them would look at the nodes; alike pods are answered by the first (:func:`tries_alike`)."""
+    lo, hi = s.j_lo[j], s.j_lo[j + 1]
     if tries_alike(s, j):
-        first = s.j_lo[j]
-        known = preempt_known(s, first, SCOPE_QUEUE)
+        known = pending_known(s, lo, j, action)
+        return -1 if known < 0 else known * (hi - lo)
+    scans = 0
+    for t in range(lo, hi):
+        if s.status[t] != PENDING:
+            continue
+        known = pending_known(s, t, j, action)
         if known < 0:
             return -1
-        scans = known * (s.j_lo[j + 1] - first)
-    else:
-        for t in range(s.j_lo[j], s.j_lo[j + 1]):
-            if s.status[t] != PENDING:
-                continue
-            if first < 0 or task_less(s, t, first):
-                first = t
-            known = preempt_known(s, t, SCOPE_QUEUE)
-            if known < 0:
-                return -1
-            scans += known
+        scans += known
+    return scans
+
+
+@jit
+def job_preempt_passes(s, j):
+    """The scans preempt passes over for starving job ``j`` (:func:`preempt_passes`): its pending
+    tasks within the queue, then its first pending task (TaskOrderFn) within the job; -1 when one
+    of its tries would look at the nodes."""
+    scans = pending_passes(s, j, PREEMPT)
+    if scans < 0:
+        return -1
+    first = -1
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[t] == PENDING and (first < 0 or task_less(s, t, first)):
+            first = t
     if first >= 0:
         known = preempt_known(s, first, SCOPE_JOB)
         if known < 0:
@@ -1709,8 +1726,9 @@ def preempt_passes(s):
     if kinds:
         for k in range(s.ints[I_KINDS]):
             g = s.pk_list[k]
-            t = s.j_lo[s.pk_head[g]]
-            within_queue, within_job = preempt_known(s, t, SCOPE_QUEUE), preempt_known(s, t, SCOPE_JOB)
+            j = s.pk_head[g]
+            t = s.j_lo[j]
+            within_queue, within_job = pending_known(s, t, j, PREEMPT), preempt_known(s, t, SCOPE_JOB)
             if within_queue < 0 or within_job < 0:
                 return -1
             scans += within_queue * s.pk_pods[g] + within_job * s.pk_jobs[g]
@@ -1862,7 +1880,7 @@ def reclaim_passes(s):
             j = s.pk_head[g]
             if overused(s, s.j_queue[j]):
                 continue
-            known = reclaim_known(s, s.j_lo[j], j)
+            known = pending_known(s, s.j_lo[j], j, RECLAIM)
             if known < 0:
                 return -1
             scans += known * s.pk_pods[g]
@@ -1874,19 +1892,10 @@ def reclaim_passes(s):
             continue
         if overused(s, s.j_queue[j]) or not job_starving(s, j):
             continue
-        if tries_alike(s, j):
-            known = reclaim_known(s, s.j_lo[j], j)
-            if known < 0:
-                return -1
-            scans += known * (s.j_lo[j + 1] - s.j_lo[j])
-            continue
-        for t in range(s.j_lo[j], s.j_lo[j + 1]):
-            if s.status[t] != PENDING:
-                continue
-            known = reclaim_known(s, t, j)
-            if known < 0:
-                return -1
-            scans += known
+        known = pending_passes(s, j, RECLAIM)
+        if known < 0:
+            return -1
+        scans += known
     return scans
 
 
