@@ -38,6 +38,7 @@ from .core_state import (
     EV_STARTED,
     EV_SUBMITTED,
     FINISH,
+    I_ARRIVED,
     I_BINDS,
     I_CLOSED,
     I_CREATED,
@@ -163,6 +164,39 @@ def pop_event(s):
         event_swap(s, i, child)
         i = child
     return last
+
+
+@jit
+def arrival_next(s):
+    """The next clock event is a job's arrival: arrivals are not on the heap but read in order
+    from ``s.arrivals`` (by submit time, then job index, as the heap would give them), and an
+    arrival comes before any other event of its instant (ARRIVAL is the first kind)."""
+    k = s.ints[I_ARRIVED]
+    return k < s.arrivals.size and (s.ints[I_HEAP] == 0 or s.j_submit[s.arrivals[k]] <= s.h_time[0])
+
+
+@jit
+def next_event_time(s):
+    if arrival_next(s):
+        return s.j_submit[s.arrivals[s.ints[I_ARRIVED]]]
+    return s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
+
+
+@jit
+def take_event(s):
+    """Remove the next clock event and return the heap slot that holds it (:func:`pop_event`'s);
+    an arrival is written to the first free slot. -1 (and ``ints[I_OVERFLOW]``) if there is none."""
+    if not arrival_next(s):
+        return pop_event(s)
+    slot = s.ints[I_HEAP]
+    if slot >= s.h_time.size:
+        s.ints[I_OVERFLOW] = 1
+        return -1
+    j = s.arrivals[s.ints[I_ARRIVED]]
+    s.h_time[slot] = s.j_submit[j]
+    s.h_key[slot, 0], s.h_key[slot, 1], s.h_key[slot, 2] = ARRIVAL, j, 0
+    s.ints[I_ARRIVED] += 1
+    return slot
 
 
 # -------------------------------------------------------------------------------- live jobs
@@ -424,8 +458,10 @@ def submit(s, now, j):
 
 @jit
 def quiet(s):
-    """Only wake-ups are left on the heap, no job's work runs and no pod terminates: a later
-    session would repeat the last one (simulate.Simulation._settled)."""
+    """No job is left to arrive, only wake-ups are left on the heap, no job's work runs and no pod
+    terminates: a later session would repeat the last one (simulate.Simulation._settled)."""
+    if s.ints[I_ARRIVED] < s.arrivals.size:
+        return False
     for h in range(s.ints[I_HEAP]):
         if s.h_key[h, 0] != WAKE:
             return False
@@ -484,11 +520,11 @@ def room(s, events, runs, pushes):
 def room_for_event(s):
     """Room for the next clock event: an arrival from a snapshot logs its enqueue, binds and
     start, and schedules its completion; any other logs one event."""
-    if s.h_key[0, 0] != ARRIVAL:
+    if not arrival_next(s):
         return room(s, 1, 0, 0)
-    j = s.h_key[0, 1]
+    j = s.arrivals[s.ints[I_ARRIVED]]
     pods = s.j_lo[j + 1] - s.j_lo[j]
-    return room(s, 3 + pods, pods, 1)
+    return room(s, 3 + pods, pods, 2)  # its slot, and its completion
 
 
 @jit
@@ -563,14 +599,12 @@ def clock_loop(s, budget, next_session, settled, apply_event, changed, session, 
     while its events are left): ``ints[I_GROW]`` asks the driver for larger buffers, and the next
     call goes on. True when the run is over."""
     if s.clock[3] == 0.0:
-        for j in range(s.j_submit.size):
-            push_event(s, s.j_submit[j], ARRIVAL, j, 0)
         s.clock[0], s.clock[1], s.clock[2], s.clock[3] = 0.0, -math.inf, 0.0, 1.0
     now, horizon = s.clock[0], s.horizon
     over = True
     while s.ints[I_OVERFLOW] == 0 and not s.refused[0]:
         within = s.clock[3] == 2.0  # events of the instant ``now`` are left
-        t_event = s.h_time[0] if s.ints[I_HEAP] > 0 else math.inf
+        t_event = next_event_time(s)
         t_session = next_session(s, now)
         first = min(t_event, t_session)
         if not within and (first > horizon or first == math.inf):
@@ -586,10 +620,13 @@ def clock_loop(s, budget, next_session, settled, apply_event, changed, session, 
                 now = t_event
             s.clock[3] = 2.0
             touched = False
-            while s.ints[I_HEAP] > 0 and s.h_time[0] == now and s.ints[I_OVERFLOW] == 0:
+            while next_event_time(s) == now and s.ints[I_OVERFLOW] == 0:
                 if not room_for_event(s):
                     break
-                if apply_event(s, now, pop_event(s)):
+                slot = take_event(s)
+                if slot < 0:
+                    break
+                if apply_event(s, now, slot):
                     touched = True
             if touched:
                 changed(s)
