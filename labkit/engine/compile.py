@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,7 @@ from .problem import (
     EXT_NAMES,
     PLUGIN_NAMES,
     PODS,
+    LazyNames,
     Problem,
     is_best_effort,
     policy_from_conf,
@@ -174,12 +175,11 @@ def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compi
     min_res = np.array([_min_resources(int(n), variants[v].mins, variants[v].replicas, variants[v].raw)
                         for v, n in zip(var_code[of], need[of])], float).reshape(len(res_keys), n_res)[res_code]
 
-    names = tuple(f"{ns}/{name}" for ns, name in zip(table.namespace.tolist(), table.name.tolist()))
+    qualified = np.asarray(table.namespace, object) + "/" + np.asarray(table.name, object)
+    names = tuple(qualified.tolist())
     task_index = pods("pod_index", np.int64)
     task_role = pods("pod_role", np.int64)
-    roles = np.array(role_names, object)
-    task_names = tuple(f"{job}-{role}-{i}" for job, role, i in zip(
-        np.array(names, object)[task_job].tolist(), roles[task_role].tolist() if n_tasks else [], task_index.tolist()))
+    task_names = LazyNames(partial(_pod_names, qualified, role_names, task_job, task_role, task_index), n_tasks)
     reasons = sorted({r for row_ in failure_rows for r in row_} - {""})
     reason_index = {r: i + 1 for i, r in enumerate(reasons)}
     extra = {"failure_reasons": ("", *reasons), "class_node_failure": np.array(
@@ -248,6 +248,16 @@ def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compi
         schedule_period=parse_duration(scenario.scheduler.schedule_period),
         quotas=_quotas(scenario, tenants, table, var_code, pod_requests) if sched.section != "slurm" else None,
     )
+
+
+def _pod_names(jobs: np.ndarray, roles: list[str], task_job: np.ndarray, task_role: np.ndarray,
+               task_index: np.ndarray) -> list[str]:
+    """``<ns>/<job>-<role>-<index>`` per pod (``jobs``: the jobs' ``<ns>/<job>``)."""
+    if not len(task_job):
+        return []
+    infix = np.array([f"-{role}-" for role in roles], object)
+    index = np.array([str(i) for i in range(int(task_index.max()) + 1)], object)
+    return (jobs[task_job] + infix[task_role] + index[task_index]).tolist()
 
 
 def _variant(tasks: tuple[Task, ...], requests: list[dict], where: str, vector: _RequestVectors,

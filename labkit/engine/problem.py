@@ -433,6 +433,45 @@ def parse_duration(text: Any, where: str) -> float:
 # Problem: the immutable snapshot
 # --------------------------------------------------------------------------------------------
 
+class LazyNames(Sequence):
+    """A tuple of names made when first read (``make()``), ``length`` long: the pods' names of a
+    long trace are formatted only if a report reads them, not by every run and sweep."""
+
+    __slots__ = ("_length", "_make", "_names")
+
+    def __init__(self, make, length: int) -> None:
+        self._make, self._length, self._names = make, length, None
+
+    def names(self) -> tuple[str, ...]:
+        if self._names is None:
+            self._names = tuple(self._make())
+            self._make = None
+        return self._names
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index):
+        return self.names()[index]
+
+    def __iter__(self):
+        return iter(self.names())
+
+    def __add__(self, other) -> tuple[str, ...]:
+        return self.names() + tuple(other)
+
+    def __eq__(self, other) -> bool:
+        return self.names() == (other.names() if isinstance(other, LazyNames) else other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return repr(self.names())
+
+    def __reduce__(self):
+        return tuple, (self.names(),)
+
+
 @dataclass(frozen=True)
 class Problem:
     """One immutable cluster snapshot (shapes: N nodes, Q queues, J jobs, T tasks, R resources,
@@ -459,7 +498,7 @@ class Problem:
       ``volcano.sh/sla-waiting-time`` annotation, NaN = none; ``job_preemptable`` (J,) bool,
       PodGroup-level ``volcano.sh/preemptable`` (default false).
     Tasks (pods)
-      ``task_names`` (T,) ``"<ns>/<name>"``; ``task_job`` (T,) int64; ``task_role`` (T,) int64 into
+      ``task_names`` (T,) ``"<ns>/<name>"`` (a :class:`LazyNames` from the compiler); ``task_job`` (T,) int64; ``task_role`` (T,) int64 into
       ``role_names`` (``volcano.sh/task-spec``, ``""`` when absent); ``task_request`` (T, R) incl.
       pods = 1; ``task_priority`` (T,) int64 (pod ``spec.priority``, overridden by annotation
       ``volcano.sh/task-priority``, default 1); ``task_preempt_never`` (T,) bool
@@ -528,7 +567,7 @@ class Problem:
     job_creation: np.ndarray
     job_sla_waiting: np.ndarray
     job_preemptable: np.ndarray
-    task_names: tuple[str, ...]
+    task_names: tuple[str, ...] | LazyNames
     task_job: np.ndarray
     task_role: np.ndarray
     task_request: np.ndarray
