@@ -309,19 +309,27 @@ def touch(s, j):
 def set_status(s, t, status, node):
     """Move task ``t`` to ``status`` on ``node`` (-1 = none), keeping the bookkeeping in step."""
     j = s.t_job[t]
-    s.ints[I_BOOKS] += 1
     touch(s, j)
-    counted, live = s.created[j], s.is_live[j]
+    live = s.is_live[j]
     if live:
         contribute(s, j, -1)
+    move_task(s, t, status, node)
+    if live:
+        contribute(s, j, 1)
+
+
+@jit
+def move_task(s, t, status, node):
+    """:func:`set_status` for a touched job whose live usage is out of the sums meanwhile
+    (between ``contribute(s, j, -1)`` and ``contribute(s, j, 1)``, once for all its pods)."""
+    counted = s.created[s.t_job[t]]
+    s.ints[I_BOOKS] += 1
     if counted:
         account(s, t, -1)
     s.status[t] = status
     s.node[t] = node
     if counted:
         account(s, t, 1)
-    if live:
-        contribute(s, j, 1)
 
 
 @jit
@@ -350,12 +358,13 @@ def set_created(s, j, created):
 @jit
 def set_job_phase(s, j, phase):
     """The clock's PodGroup phase, with the live usage it feeds kept in step."""
-    s.ints[I_BOOKS] += 1
     touch(s, j)
-    if s.is_live[j]:
+    live = s.is_live[j]
+    if live:
         contribute(s, j, -1)
+    s.ints[I_BOOKS] += 1
     s.phase[j] = phase
-    if s.is_live[j]:
+    if live:
         contribute(s, j, 1)
 
 

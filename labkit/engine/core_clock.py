@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .core_account import set_created, set_job_phase, set_live, set_status
+from .core_account import contribute, move_task, set_created, set_job_phase, set_live, set_status, touch
 from .core_actions import run_session, sort_prefix
 from .core_state import (
     ALLOCATE,
@@ -40,6 +40,7 @@ from .core_state import (
     FINISH,
     I_ARRIVED,
     I_BINDS,
+    I_BOOKS,
     I_CLOSED,
     I_CREATED,
     I_EVENTS,
@@ -346,15 +347,22 @@ def finish(s, now, j):
 @jit
 def finish_as(s, now, j, kind, msg):
     """:func:`finish`, logged as event ``kind`` with message ``msg`` (Slurm's Timeout too)."""
+    touch(s, j)
+    live = s.is_live[j]
+    if live:
+        contribute(s, j, -1)
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
         if s.status[t] == RELEASING:
             continue
         close_run(s, t, now)
-        set_status(s, t, SUCCEEDED, s.node[t])
+        move_task(s, t, SUCCEEDED, s.node[t])
     if s.created[j]:
         s.ints[I_CREATED] -= s.j_lo[j + 1] - s.j_lo[j]
     s.done[j] = True
-    set_job_phase(s, j, PH_COMPLETED)
+    s.ints[I_BOOKS] += 1
+    s.phase[j] = PH_COMPLETED
+    if live:
+        contribute(s, j, 1)
     s.end_t[j] = now
     s.work_done[j] = s.j_work[j]
     log(s, now, kind, j, -1, -1, msg, 0, 0)
