@@ -135,7 +135,7 @@ STATIC = (
     "t_rank",
     "t_class", "t_named", "t_shape", "t_init_node",
     "total", "actions", "p_tier", "p_kind", "p_arg", "p_w", "hooks", "hook_len", "of_kind",
-    "horizon", "period", "gpu", "has_enqueue",
+    "horizon", "period", "gpu", "has_enqueue", "usage_read",
     "strict_fifo",
     "k_job_quota", "k_usage", "k_hard", "k_tracked", "k_unset",
     "j_worder", "j_mshape", "w_off", "fast_enqueue", "al_off", "attempt_memo",
@@ -283,7 +283,8 @@ def _plugin_arrays(problem: Problem) -> dict:
             "p_arg": args, "p_w": np.ascontiguousarray(policy.plugin_resource_weights, float),
             "hooks": hooks, "hook_len": hook_len, "of_kind": of_kind,
             "actions": policy.actions.astype(np.int64),
-            "has_enqueue": bool(np.any(policy.actions == Action.ENQUEUE))}
+            "has_enqueue": bool(np.any(policy.actions == Action.ENQUEUE)),
+            "usage_read": bool((of_kind[[P.PROPORTION, P.CAPACITY, P.OVERCOMMIT]] >= 0).any())}
 
 
 def _queue_arrays(problem: Problem, total: np.ndarray) -> dict:

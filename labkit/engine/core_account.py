@@ -268,8 +268,9 @@ def contribute(s, j, sign):
     its queue's allocated, request, inqueue and elastic (proportion and capacity
     ``_queue_usage``) and overcommit's inqueue, all from the clock's phase. A session leaves
     these as they were at its open (it undoes all it did before the clock applies its binds
-    and evictions), so they are not followed inside one."""
-    if s.ints[I_IN_SESSION]:
+    and evictions), so they are not followed inside one; nor kept at all when no plugin reads
+    them (``s.usage_read``)."""
+    if s.ints[I_IN_SESSION] or not s.usage_read:
         return
     q, has, phase = s.j_queue[j], s.j_has_minres[j], s.phase[j]
     running = phase == PH_RUNNING and allocated_tasks(s, j) >= s.j_min[j]
