@@ -224,11 +224,8 @@ def live_remove(s, j):
     """The job leaves the snapshot; its queue's first live job moves to the next one."""
     set_live(s, j, False)
     n = s.ints[I_LIVE]
-    i = 0
-    while s.live[i] != j:
-        i += 1
-    for k in range(i, n - 1):
-        s.live[k] = s.live[k + 1]
+    i = np.searchsorted(s.live[:n], j)
+    s.live[i:n - 1] = s.live[i + 1:n]
     s.ints[I_LIVE] = n - 1
     q = s.j_queue[j]
     if s.q_first[q] == j:
