@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pickle
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ import labkit
 from labkit import spec
 from labkit.engine import core
 from labkit.engine.compile import compile_scenario
+from labkit.engine.problem import LazyNames
 from labkit.errors import SpecError
 from labkit.spec.model import Distribution, Job, Workload
 from labkit.spec.quantity import parse_duration
@@ -124,6 +126,20 @@ def test_job_table_is_expand_in_order():
     assert table.work.tolist() == [parse_duration(j.work or j.duration) for j in jobs]
     assert [table.shapes[s] for s in table.shape] == [tuple(j.tasks) for j in jobs]
     assert table.priority_class.tolist() == [j.priority_class_name for j in jobs]
+
+
+def test_pod_names_are_the_vcjob_controllers_and_made_when_first_read():
+    scenario = scenario_with_generators("volcano-multitenant")
+    expected = tuple(f"{job.namespace}/{job.name}-{task.name}-{i}" for job in expand(scenario).jobs
+                     for task in job.tasks for i in range(task.replicas_resolved))
+    names = compile_scenario(scenario).problem.task_names
+    assert len(names) == len(expected) and names == expected and expected == names
+    assert names[1:3] == expected[1:3] and names + ("",) == expected + ("",)
+    assert pickle.loads(pickle.dumps(names)) == expected
+    made = []
+    lazy = LazyNames(lambda: made.append(1) or ["a", "b"], 2)
+    assert len(lazy) == 2 and made == []
+    assert list(lazy) == ["a", "b"] and lazy.index("b") == 1 and made == [1]
 
 
 @pytest.mark.parametrize("policy", ["volcano-multitenant", "kube-default", "slurm-backfill"])
