@@ -434,8 +434,8 @@ def parse_duration(text: Any, where: str) -> float:
 # --------------------------------------------------------------------------------------------
 
 class LazyNames(Sequence):
-    """A tuple of names made when first read (``make()``), ``length`` long: the pods' names of a
-    long trace are formatted only if a report reads them, not by every run and sweep."""
+    """Names made when first read (``make()``, then kept as a tuple), ``length`` of them: the
+    pods' names of a long trace are formatted only if a report reads them, not by every run."""
 
     __slots__ = ("_length", "_make", "_names")
 
