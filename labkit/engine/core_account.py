@@ -363,10 +363,17 @@ def set_job_phase(s, j, phase):
     live = s.is_live[j]
     if live:
         contribute(s, j, -1)
-    s.ints[I_BOOKS] += 1
-    s.phase[j] = phase
+    move_phase(s, j, phase)
     if live:
         contribute(s, j, 1)
+
+
+@jit
+def move_phase(s, j, phase):
+    """:func:`set_job_phase` for a touched job whose live usage is out of the sums meanwhile
+    (as :func:`move_task`)."""
+    s.ints[I_BOOKS] += 1
+    s.phase[j] = phase
 
 
 @jit

@@ -16,7 +16,16 @@ import math
 import numpy as np
 from numba import njit
 
-from .core_account import contribute, move_task, set_created, set_job_phase, set_live, set_status, touch
+from .core_account import (
+    contribute,
+    move_phase,
+    move_task,
+    set_created,
+    set_job_phase,
+    set_live,
+    set_status,
+    touch,
+)
 from .core_actions import run_session, sort_prefix
 from .core_state import (
     ALLOCATE,
@@ -40,7 +49,6 @@ from .core_state import (
     FINISH,
     I_ARRIVED,
     I_BINDS,
-    I_BOOKS,
     I_CLOSED,
     I_CREATED,
     I_EVENTS,
@@ -356,8 +364,7 @@ def finish_as(s, now, j, kind, msg):
     if s.created[j]:
         s.ints[I_CREATED] -= s.j_lo[j + 1] - s.j_lo[j]
     s.done[j] = True
-    s.ints[I_BOOKS] += 1
-    s.phase[j] = PH_COMPLETED
+    move_phase(s, j, PH_COMPLETED)
     if live:
         contribute(s, j, 1)
     s.end_t[j] = now
