@@ -8,7 +8,7 @@ labkit runs the trace (3,011 jobs) on 32 x 8 GPUs under the `helios-fifo` policy
 this script writes (nothing is downloaded), and the per-job start times are compared. Helios is
 given each job's pod-creation time (submit + one schedule period) as its submit time: in Volcano
 the vcjob controller creates the pods only after the session that enqueues the PodGroup, so no
-job can start before then (benchmarks/README.md, "Peer: Helios"). labkit's time is the median of
+job can start before then (benchmarks/README.md, "The peers"). labkit's time is the median of
 `--repeat` runs (default 5), each compiling the scenario again as a first run does. Prints both
 wall times, the speed-up with its target (>= 1,000x), and how many start times are equal (target:
 all).

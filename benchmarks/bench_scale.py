@@ -10,7 +10,7 @@ the case (`--warm-up CASE`), so LLVM's memory is not in the case's peak RSS. The
 (< 60 s, peak RSS < 2 GB) and `ok` or `MISSED`; every case prints its evictions and events per
 job, and the Philly cases their rate against Helios's on cluster03 (the peer target itself is
 bench_peer.py's, on the same trace). `synthetic-16k-churn` is the 1M case's workload, 16,000 jobs,
-with the gangs preemptible: Volcano's drf preemption churns (benchmarks/README.md). A case that
+with the gangs preemptible: Volcano's drf preemption churns (docs/benchmark-history.md, "Lessons kept"). A case that
 exceeds `--timeout` is killed and printed as MISSED. Ctrl-C stops cleanly (exit 130) after
 printing the cases already done. `--quick` runs tiny versions of the same cases (tests use it).
 """
@@ -132,7 +132,7 @@ def synthetic(jobs: int, gpus: int, tenants: int = 4, load: float = 0.8,
     from `tenants` equal queues at `load` on `traces.cluster(gpus)`. The gangs (16, 32 GPUs) carry
     `volcano.sh/preemptable: false` unless `gangs_preemptible`, as the case study's pre-training
     does: with every job of one priority, drf lets a pending job preempt a pod of a larger job in
-    its queue, the gang restarts below minAvailable, and the run churns (benchmarks/README.md)."""
+    its queue, the gang restarts below minAvailable, and the run churns (docs/benchmark-history.md, "Lessons kept")."""
     return spec.validate({
         "name": f"synthetic-{jobs}",
         "cluster": traces.cluster(gpus),

@@ -1,5 +1,5 @@
 """`labkit bench [--json] [--quick] [--repeat N]`: the engines' speed on the case-study week,
-measured side by side in one run (see benchmarks/README.md, "Engine benchmark").
+measured side by side in one run (see benchmarks/README.md, "How to reproduce each").
 
 Three figures, each printed as ``  target <what>: <value> (target <target>) ok|MISSED``:
 
