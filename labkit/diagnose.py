@@ -58,6 +58,7 @@ SLURM_REASON = {
     "NotEnoughResources": "Resources",
     "Pipelined": "Resources",
     "FailedCreate": "QOSGrpGRES",
+    "Terminated": "None",
 }
 """The squeue REASON a Slurm user would read for the same cause (docs: squeue, JOB REASON CODES)."""
 
@@ -128,6 +129,11 @@ def explain(result: Result, job: str, at: float) -> Explanation:
     row = result.jobs[metrics.job_keys(result) == key].iloc[0]
     if row.submit > at:
         return Explanation(key, at, "-", "NotSubmitted", f"the vcjob is created at t={age(row.submit)}")
+    if row.end <= at and row.state == "Terminated":
+        events = result.events[(result.events.job == key) & (result.events.kind == "Terminated")]
+        return Explanation(key, at, "-", "Terminated", events.message.iloc[-1], [
+            (f"the vcjob controller terminated the job at t={age(row.end)}: creating its pods failed "
+             "(a ResourceQuota refused them) more often than --max-requeue-num allows")])
     if row.end <= at:
         return Explanation(key, at, "Completed", "Completed", f"completed at t={age(row.end)}")
     snap = metrics.snapshot(result, at)
@@ -507,6 +513,8 @@ def _event_rows(e, min_available: int) -> list[tuple[str, str, str, str]]:
         return [("Normal", "ExecuteAction", f"job/{_pod_name(e.job)}", "Start to execute action RestartJob ")]
     if e.kind == "Rejected":  # the API server's 403, which the controller's FailedCreate event carries
         return [("Warning", "FailedCreate", f"job/{_pod_name(e.job)}", e.message)]
+    if e.kind == "Terminated":  # the vcjob controller's handleJobError past its retry limit
+        return [("Normal", "ExecuteAction", f"job/{_pod_name(e.job)}", e.message)]
     if e.kind in ("FailedScheduling", "Waiting"):  # kube-scheduler's own notes
         return [("Warning", e.kind, pod, e.message)]
     return []
