@@ -37,7 +37,7 @@ import pandas as pd
 
 from . import metrics
 from .engine.framework import REJECT, JobInfo, QueueInfo, Session, TaskInfo
-from .engine.problem import ARG_DEFAULTS, PODS, Action, Arg, Ext, Plugin, PodGroupPhase, TaskStatus
+from .engine.problem import ARG_DEFAULTS, PODS, Action, Arg, Ext, Family, Plugin, PodGroupPhase, TaskStatus
 from .engine.reference import ACTIONS, open_session, podgroup_phase
 from .engine.resources import less_equal
 
@@ -494,12 +494,18 @@ def starvation_report(result: Result, threshold: float) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------ event views
 
 
-def _event_rows(e, min_available: int) -> list[tuple[str, str, str, str]]:
+def _event_rows(e, min_available: int, volcano: bool) -> list[tuple[str, str, str, str]]:
     """The events a real cluster records for one event of the run: (type, reason, object, message),
-    as Volcano v1.15.1 and its vcjob controller word them (none for the run's own bookkeeping:
-    submission, completion, a pod's deletion)."""
+    as Volcano v1.15.1 and its vcjob controller word them, or under another family the scheduler's
+    own notes (none for the run's own bookkeeping: completion, a pod's deletion, a phase change)."""
     pod, group = f"pod/{_pod_name(e.task)}", f"podgroup/{_pod_name(e.job)}"
-    if e.kind == "Enqueued":  # the first session after enqueue: Inqueue, the pods not created yet
+    if e.kind == "Rejected":  # the API server's 403, which the controller's FailedCreate event carries
+        return [("Warning", "FailedCreate", f"job/{_pod_name(e.job)}", e.message)]
+    if e.kind in ("FailedScheduling", "Waiting"):  # kube-scheduler's own notes
+        return [("Warning", e.kind, pod, e.message)]
+    if not volcano:
+        return [("Normal", "Scheduled", pod, e.message)] if e.kind == "Bound" else []
+    if e.kind == "Submitted":  # the first session's RecordJobStatusEvent: no pods yet, Pending or Inqueue
         return [("Warning", "Unschedulable", group, gang_event(0, 0, fit_error(False, {}, min_available)))]
     if e.kind == "Bound":  # cache.go Bind
         return [("Normal", "Scheduled", pod, f"Successfully assigned {e.task} to {e.node}")]
@@ -511,12 +517,8 @@ def _event_rows(e, min_available: int) -> list[tuple[str, str, str, str]]:
         return [("Warning", "Evict", pod, f"Pod is evicted, because of {e.reason}"), ("Normal", "Evict", group, e.reason)]
     if e.kind == "Restarting" and e.reason == "PodEvicted":  # the vcjob's PodEvicted -> RestartJob policy
         return [("Normal", "ExecuteAction", f"job/{_pod_name(e.job)}", "Start to execute action RestartJob ")]
-    if e.kind == "Rejected":  # the API server's 403, which the controller's FailedCreate event carries
-        return [("Warning", "FailedCreate", f"job/{_pod_name(e.job)}", e.message)]
     if e.kind == "Terminated":  # the vcjob controller's handleJobError past its retry limit
         return [("Normal", "ExecuteAction", f"job/{_pod_name(e.job)}", e.message)]
-    if e.kind in ("FailedScheduling", "Waiting"):  # kube-scheduler's own notes
-        return [("Warning", e.kind, pod, e.message)]
     return []
 
 
@@ -539,7 +541,8 @@ def _events(result: Result, job: str | None, since: float, until: float) -> list
     if job is not None:
         events = events[events.job == _key(result, job)]
     minimum = dict(zip(metrics.job_keys(result), (j.min_available_resolved for j in result.scenario.jobs)))
-    return [(e.time, *row) for e in events.itertuples() for row in _event_rows(e, minimum[e.job])]
+    volcano = metrics.compiled_of(result).problem.policy.family == Family.VOLCANO
+    return [(e.time, *row) for e in events.itertuples() for row in _event_rows(e, minimum[e.job], volcano)]
 
 
 def describe_podgroup(result: Result, job: str, at: float) -> str:

@@ -37,7 +37,7 @@ def test_a_refused_job_is_terminated_after_the_retry_limit():
     why = diagnose.explain(result, "c-eval-4", at=job.end + 1)
     assert (why.reason, why.message) == ("Terminated", "Job failed on action SyncJob for retry limit reached")
     events = diagnose.get_events(result, "c-eval-4")
-    assert events.REASON.tolist() == ["FailedCreate", "Unschedulable", "ExecuteAction"]
+    assert events.REASON.tolist() == ["Unschedulable", "FailedCreate", "ExecuteAction"]
 
 
 def test_a_refused_job_starts_at_the_first_retry_after_the_quota_frees():
