@@ -152,7 +152,7 @@ def explain(result: Result, job: str, at: float) -> Explanation:
     if refused:
         return Explanation(key, at, phase, "FailedCreate", refused[0], [
             "the vcjob controller retries creating the pods; a ResourceQuota of the namespace refuses them",
-            *refused[1:]], "", gang_event(0, 0, fit_error(False, {}, info.min_available)))
+            *refused[1:]], "", _podless_event(info.min_available))
     return _not_allocated(key, at, phase, snap, ssn, info, queue)
 
 
@@ -202,14 +202,19 @@ def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
     return f"{prefix}: {', '.join(f'{verb} {n}' for n in names)}" if names else prefix
 
 
+def _podless_event(min_available: int) -> str:
+    """The PodGroup's Warning event while the vcjob controller has not created its pods (Pending, or
+    Inqueue with the pods refused): ``0/0 tasks in gang unschedulable: pod group is not ready, N minAvailable``."""
+    return gang_event(0, 0, fit_error(False, {}, min_available))
+
+
 def _plugin(entry) -> str:
     return Plugin(entry.kind).name.lower()
 
 
 def _not_enqueued(key, at, phase, ssn: Session, info: JobInfo, queue: QueueInfo) -> Explanation:
     """A Pending PodGroup: no pods yet; the enqueue action's JobEnqueueable votes decide."""
-    statuses = {TaskStatus(t.status).name.title(): 1 for t in info.tasks}  # none: the pods do not exist yet
-    event = gang_event(0, len(info.tasks), fit_error(info.is_ready(), statuses, info.min_available))
+    event = _podless_event(info.min_available)
     rejected = [entry for entry, fn in ssn._all("jobEnqueueable", Ext.JOB_ENQUEUED) if fn(info) == REJECT]
     if not queue.open:
         return Explanation(key, at, phase, "QueueClosed", f'queue "{queue.name}" is Closed: enqueue skips its jobs',
@@ -302,7 +307,7 @@ def _gang(snap: metrics.Snapshot, j: int) -> Gang:
         statuses[TaskStatus(t.status).name.title()] = statuses.get(TaskStatus(t.status).name.title(), 0) + 1
     pending = job.with_status(TaskStatus.PENDING)
     reasons = {"Schedulable": len(schedulable), "Unschedulable": len(pending) - len(schedulable)}
-    where = f"{_pod(origin)}: {failed.message()}" if failed is not None else ""
+    where = f"{_pod_name(origin.name)}: {failed.message()}" if failed is not None else ""
     fit = fit_error(job.is_ready(), statuses, job.min_available, reasons if pending else None, where)
     unready = job.min_available - (len(schedulable) + job.ready_task_num())
     condition = gang_condition(unready, len(job.tasks), fit) if job.tasks and not job.is_ready() else ""
@@ -310,11 +315,6 @@ def _gang(snap: metrics.Snapshot, j: int) -> Gang:
         PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN) else ""
     bound = any(ssn.tasks[b.task].job == j for b in ssn.decisions.binds)
     return Gang(condition, event, origin, failed, job.with_status(TaskStatus.PIPELINED), bound)
-
-
-def _pod(task: TaskInfo) -> str:
-    """A pod's name without its namespace, as TaskInfo.Name is."""
-    return task.name.split("/", 1)[-1]
 
 
 def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: QueueInfo) -> Explanation:
@@ -506,7 +506,7 @@ def _event_rows(e, min_available: int, volcano: bool) -> list[tuple[str, str, st
     if not volcano:
         return [("Normal", "Scheduled", pod, e.message)] if e.kind == "Bound" else []
     if e.kind == "Submitted":  # the first session's RecordJobStatusEvent: no pods yet, Pending or Inqueue
-        return [("Warning", "Unschedulable", group, gang_event(0, 0, fit_error(False, {}, min_available)))]
+        return [("Warning", "Unschedulable", group, _podless_event(min_available))]
     if e.kind == "Bound":  # cache.go Bind
         return [("Normal", "Scheduled", pod, f"Successfully assigned {e.task} to {e.node}")]
     if e.kind == "Pipelined":  # RecordJobStatusEvent -> taskUnschedulable
@@ -523,6 +523,7 @@ def _event_rows(e, min_available: int, volcano: bool) -> list[tuple[str, str, st
 
 
 def _pod_name(key: str) -> str:
+    """An object's name without its namespace (a pod's as TaskInfo.Name is)."""
     return key.split("/", 1)[-1]
 
 
