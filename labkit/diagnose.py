@@ -4,10 +4,23 @@
 session of the reference engine on it and asks the engine's own plugins: the enqueue votes
 (proportion, capacity, overcommit), Overused and Allocatable for the queue, the predicates per
 node, and one real session to see whether the gang would be bound or pipelined. The messages
-follow the real ones: kube-scheduler's ``0/N nodes are available: ...`` histogram, Volcano's PodGroup
-``<n>/<m> tasks in gang unschedulable: pod group is not ready, ...`` condition, proportion's
-``queue resource quota insufficient`` and overcommit's ``resource in cluster is overused`` events,
-and the Kubernetes ResourceQuota admission error.
+are Volcano's own, formed as v1.15.1 forms them:
+
+* a pod's FailedScheduling: ``FitErrors.Error()`` (pkg/scheduler/api/unschedule_info.go),
+  ``0/N nodes are unavailable: <count> <reason>, ....``, one reason per node, the resource check
+  of allocate first (``Insufficient <resource>``); a pipelined pod's ``TaskSchedulingReason``
+  (pkg/scheduler/api/job_info.go);
+* the PodGroup's Unschedulable condition (gang ``OnSessionClose``:
+  ``<minAvailable - schedulable>/<pods> tasks in gang unschedulable: <JobInfo.FitError()>``, not set
+  for a PodGroup without pods) and its Warning event (cache ``RecordJobStatusEvent``:
+  ``<Pending pods>/<pods> tasks in gang unschedulable: ...``, every session while the PodGroup is
+  Pending or Inqueue: ``0/0 ...`` before the vcjob controller has created the pods);
+* the enqueue votes' events: proportion's and capacity's ``queue resource quota insufficient:
+  insufficient <r>``, overcommit's ``resource in cluster is overused: overused <r>``;
+* the API server's ResourceQuota refusal the run logged when the controller created the pods.
+
+Where Volcano says nothing (it only logs, e.g. an overused queue that allocate skips) the message
+is labkit's own sentence, not quoted.
 
 Also here: a gang-deadlock detector, a starvation report and event views shaped like
 ``kubectl get events`` and ``kubectl describe podgroup``.
@@ -24,9 +37,9 @@ import pandas as pd
 
 from . import metrics
 from .engine.framework import REJECT, JobInfo, QueueInfo, Session, TaskInfo
-from .engine.problem import ARG_DEFAULTS, PODS, Arg, Ext, Plugin, PodGroupPhase, TaskStatus
-from .engine.reference import run_session
-from .spec.quantity import parse_quantity
+from .engine.problem import ARG_DEFAULTS, PODS, Action, Arg, Ext, Family, Plugin, PodGroupPhase, TaskStatus
+from .engine.reference import ACTIONS, open_session, podgroup_phase
+from .engine.resources import less_equal
 
 if TYPE_CHECKING:
     from .results import Result
@@ -44,6 +57,8 @@ SLURM_REASON = {
     "Unschedulable": "Resources",
     "NotEnoughResources": "Resources",
     "Pipelined": "Resources",
+    "FailedCreate": "QOSGrpGRES",
+    "Terminated": "None",
 }
 """The squeue REASON a Slurm user would read for the same cause (docs: squeue, JOB REASON CODES)."""
 
@@ -60,6 +75,8 @@ class Explanation:
     details: list[str] = field(default_factory=list)
     condition: str = ""
     """The PodGroup's Unschedulable condition message (gang's), empty when there is none."""
+    event: str = ""
+    """The PodGroup's Warning Unschedulable event of this session (``RecordJobStatusEvent``), if any."""
 
     @property
     def slurm_reason(self) -> str:
@@ -70,6 +87,8 @@ class Explanation:
         lines += [f"  {line}" for line in self.details]
         if self.condition and self.condition != self.message:
             lines.append(f"  PodGroup condition Unschedulable: {self.condition}")
+        if self.event and self.event not in (self.condition, self.message):
+            lines.append(f"  PodGroup event Unschedulable: {self.event}")
         return "\n".join(lines)
 
 
@@ -110,6 +129,11 @@ def explain(result: Result, job: str, at: float) -> Explanation:
     row = result.jobs[metrics.job_keys(result) == key].iloc[0]
     if row.submit > at:
         return Explanation(key, at, "-", "NotSubmitted", f"the vcjob is created at t={age(row.submit)}")
+    if row.end <= at and row.state == "Terminated":
+        events = result.events[(result.events.job == key) & (result.events.kind == "Terminated")]
+        return Explanation(key, at, "-", "Terminated", events.message.iloc[-1], [
+            (f"the vcjob controller terminated the job at t={age(row.end)}: creating its pods failed "
+             "(a ResourceQuota refused them) more often than --max-requeue-num allows")])
     if row.end <= at:
         return Explanation(key, at, "Completed", "Completed", f"completed at t={age(row.end)}")
     snap = metrics.snapshot(result, at)
@@ -118,65 +142,113 @@ def explain(result: Result, job: str, at: float) -> Explanation:
     info = ssn.jobs[j]
     phase = PodGroupPhase(int(snap.state.job_phase[j])).name.title()
     queue = ssn.queues[info.queue]
-    quota = _quota_exceeded(result, key, at)
     if info.phase == PodGroupPhase.RUNNING:
         running = len(info.with_status(TaskStatus.RUNNING))
         return Explanation(key, at, phase, "Running", f"{running}/{len(info.tasks)} pods running, "
                                                       f"{info.min_available} minAvailable")
     if info.phase == PodGroupPhase.PENDING:
-        return _not_enqueued(key, at, phase, ssn, info, queue, quota)
-    return _not_allocated(key, at, phase, snap, ssn, info, queue, quota)
+        return _not_enqueued(key, at, phase, ssn, info, queue)
+    refused = _refused(result, key, at)
+    if refused:
+        return Explanation(key, at, phase, "FailedCreate", refused[0], [
+            "the vcjob controller retries creating the pods; a ResourceQuota of the namespace refuses them",
+            *refused[1:]], "", _podless_event(info.min_available))
+    return _not_allocated(key, at, phase, snap, ssn, info, queue)
 
 
-def _gang_message(info: JobInfo, pending: dict[str, int] | None = None) -> str:
-    """gang OnSessionClose: `<minAvailable - ready>/<#tasks> tasks in gang unschedulable: <JobInfo.FitError()>`."""
-    statuses: dict[str, int] = {}
-    for t in info.tasks:
-        name = TaskStatus(t.status).name.title()
-        statuses[name] = statuses.get(name, 0) + 1
-    statuses["minAvailable"] = info.min_available
-    text = "pod group is not ready, " + ", ".join(sorted(f"{v} {k}" for k, v in statuses.items()))
+def fit_errors_message(reasons: dict[str, int], n_nodes: int) -> str:
+    """``FitErrors.Error()`` (pkg/scheduler/api/unschedule_info.go): ``0/<nodes> nodes are unavailable``,
+    then the per-node reasons counted, as ``<count> <reason>`` strings sorted (``sort.Strings``)."""
+    text = f"0/{n_nodes} nodes are unavailable"
+    if not n_nodes:
+        return text
+    return f"{text}: {', '.join(sorted(f'{v} {k}' for k, v in reasons.items()))}."
+
+
+def fit_error(ready: bool, statuses: dict[str, int], min_available: int, pending: dict[str, int] | None = None,
+              origin: str = "") -> str:
+    """``JobInfo.FitError()`` (pkg/scheduler/api/job_info.go): ``pod group is [not ]ready``, the pods
+    counted by status plus ``minAvailable`` (sorted strings), ``; Pending: `` the Pending pods counted
+    by their scheduling reason, and ``. Origin reason is <pod>: <FitErrors>`` for a pod that failed
+    the predicates."""
+    counts = {**{k: v for k, v in statuses.items() if v}, "minAvailable": min_available}
+    text = f"pod group is {'ready' if ready else 'not ready'}, " + ", ".join(sorted(f"{v} {k}" for k, v in counts.items()))
     if pending:
-        text += "; Pending: " + ", ".join(sorted(f"{v} {k}" for k, v in pending.items()))
-    unready = max(0, info.min_available - info.ready_task_num())
-    return f"{unready}/{len(info.tasks)} tasks in gang unschedulable: {text}"
+        text += "; Pending: " + ", ".join(sorted(f"{v} {k}" for k, v in pending.items() if v))
+    if origin:
+        text += f". Origin reason is {origin}"
+    return text
+
+
+def gang_condition(unready: int, n_tasks: int, fit: str) -> str:
+    """gang ``OnSessionClose`` (pkg/scheduler/plugins/gang/gang.go), the PodGroup's Unschedulable
+    condition: ``%v/%v tasks in gang unschedulable: %v`` with minAvailable - schedulable pods, the pods."""
+    return f"{unready}/{n_tasks} tasks in gang unschedulable: {fit}"
+
+
+def gang_event(pending: int, n_tasks: int, fit: str) -> str:
+    """``SchedulerCache.RecordJobStatusEvent`` (pkg/scheduler/cache/cache.go), the PodGroup's Warning
+    Unschedulable event: the same format, with the Pending pods first."""
+    return f"{pending}/{n_tasks} tasks in gang unschedulable: {fit}"
+
+
+def pipelined_message(pod: str, node: str) -> str:
+    """``JobInfo.TaskSchedulingReason`` for a Pipelined pod: its FailedScheduling message."""
+    return f"Pod {pod} can possibly be assigned to {node}, once resource is released and minAvailable is satisfied"
+
+
+def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
+    """``util.FormatResourceNames`` (pkg/scheduler/plugins/util/util.go): the enqueue votes' event messages."""
+    return f"{prefix}: {', '.join(f'{verb} {n}' for n in names)}" if names else prefix
+
+
+def _podless_event(min_available: int) -> str:
+    """The PodGroup's Warning event while the vcjob controller has not created its pods (Pending, or
+    Inqueue with the pods refused): ``0/0 tasks in gang unschedulable: pod group is not ready, N minAvailable``."""
+    return gang_event(0, 0, fit_error(False, {}, min_available))
 
 
 def _plugin(entry) -> str:
     return Plugin(entry.kind).name.lower()
 
 
-def _not_enqueued(key, at, phase, ssn: Session, info: JobInfo, queue: QueueInfo, quota: list[str]) -> Explanation:
+def _not_enqueued(key, at, phase, ssn: Session, info: JobInfo, queue: QueueInfo) -> Explanation:
     """A Pending PodGroup: no pods yet; the enqueue action's JobEnqueueable votes decide."""
-    gang = _gang_message(info)
+    event = _podless_event(info.min_available)
     rejected = [entry for entry, fn in ssn._all("jobEnqueueable", Ext.JOB_ENQUEUED) if fn(info) == REJECT]
     if not queue.open:
-        return Explanation(key, at, phase, "QueueClosed", f'queue "{queue.name}" is Closed', quota, gang)
+        return Explanation(key, at, phase, "QueueClosed", f'queue "{queue.name}" is Closed: enqueue skips its jobs',
+                           event=event)
     if not rejected:
         return Explanation(key, at, phase, "WaitingForSession",
                            "every JobEnqueueable vote permits it: the next session's enqueue makes it Inqueue",
-                           quota, gang)
+                           event=event)
     entry = rejected[0]
     name = _plugin(entry)
     if name == "overcommit":
-        return Explanation(key, at, phase, "ClusterOverused", "resource in cluster is overused",
-                           [f"overcommit: {_overcommit_room(ssn, info, entry)}", *quota], gang)
+        room, names = _overcommit_room(ssn, info, entry)
+        return Explanation(key, at, phase, "ClusterOverused",
+                           format_resource_names("resource in cluster is overused", "overused", names),
+                           [f"overcommit: {room}"], event=event)
     attr = entry.plugin.attrs[info.queue]
     need = info.min_resources
     future = need + attr.allocated + attr.inqueue - attr.elastic
-    lines = [f"{name}: minResources + allocated + inqueue - elastic > realCapability of queue \"{queue.name}\""]
-    lines += [f"  {res}: {v:g} + {a:g} + {i:g} - {e:g} = {f:g} > {c:g}" for res, v, a, i, e, f, c in _dims(
+    over = [(res, v, a, i, e, f, c) for res, v, a, i, e, f, c in _dims(
         ssn, need, need, attr.allocated, attr.inqueue, attr.elastic, future, attr.real_capability) if f > c]
+    lines = [f"{name}: minResources + allocated + inqueue - elastic > realCapability of queue \"{queue.name}\""]
+    lines += [f"  {res}: {v:g} + {a:g} + {i:g} - {e:g} = {f:g} > {c:g}" for res, v, a, i, e, f, c in over]
     capability = metrics.to_units(ssn.problem, np.nan_to_num(queue.capability, nan=np.inf))
     named = {r: v for r, v in capability.items() if math.isfinite(v)}
     if named:
         lines.append("queue capability: " + ", ".join(f"{r}={v:g}" for r, v in named.items()))
-    return Explanation(key, at, phase, "QueueResourceQuotaInsufficient", "queue resource quota insufficient",
-                       [*lines, *quota], gang)
+    return Explanation(key, at, phase, "QueueResourceQuotaInsufficient",
+                       format_resource_names("queue resource quota insufficient", "insufficient", [o[0] for o in over]),
+                       lines, event=event)
 
 
 def _dims(ssn: Session, mask: np.ndarray, *vectors: np.ndarray):
-    """(resource, values...) in scenario units for the dimensions `mask` names (pods left out)."""
+    """(resource, values...) in scenario units for the dimensions `mask` names (pods left out), in
+    Volcano's order of a resource comparison: cpu, memory, then the scalar resources."""
     names = ssn.problem.resource_names
     units = [metrics.to_units(ssn.problem, v) for v in vectors]
     for r, name in enumerate(names):
@@ -184,29 +256,77 @@ def _dims(ssn: Session, mask: np.ndarray, *vectors: np.ndarray):
             yield (name, *(u[name] for u in units))
 
 
-def _overcommit_room(ssn: Session, info: JobInfo, entry) -> str:
-    """The numbers overcommit compares, on the dims where the job does not fit: inqueue + minResources > total x factor - used."""
+def _overcommit_room(ssn: Session, info: JobInfo, entry) -> tuple[str, list[str]]:
+    """The numbers overcommit compares, on the dims where the job does not fit (inqueue + minResources >
+    total x factor - used), and those dims' names."""
     factor = float(entry.args[Arg.OVERCOMMIT_FACTOR])
     factor = factor if factor >= 1.0 else ARG_DEFAULTS[Arg.OVERCOMMIT_FACTOR]  # NaN (not given) included
     used = sum((n.used for n in ssn.nodes), np.zeros(ssn.problem.n_resources))
     inqueue = sum((j.min_resources for j in ssn.jobs if j.phase == PodGroupPhase.INQUEUE and j.min_resources is not None),
                   np.zeros(ssn.problem.n_resources))
     room = ssn.total_resource * factor - used
+    over = [(res, m, i, t, u, r) for res, m, i, t, u, r in _dims(
+        ssn, info.min_resources, info.min_resources, inqueue, ssn.total_resource, used, room) if i + m > r]
     parts = [f"{res}: inqueue {i:g} + job {m:g} > total {t:g} x {factor:g} - used {u:g} = {r:g}"
-             for res, m, i, t, u, r in _dims(ssn, info.min_resources, info.min_resources, inqueue, ssn.total_resource,
-                                           used, room) if i + m > r]
-    return "; ".join(parts) or "idle room exhausted"
+             for res, m, i, t, u, r in over]
+    return "; ".join(parts) or "idle room exhausted", [o[0] for o in over]
 
 
-def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: QueueInfo, quota: list[str]) -> Explanation:
+@dataclass
+class Gang:
+    """The job at the end of a session on the snapshot: the gang's messages and its failed pod."""
+
+    condition: str
+    event: str
+    origin: TaskInfo | None
+    failed: NodeReasons | None
+    pipelined: list[TaskInfo]
+    bound: bool
+
+
+def _gang(snap: metrics.Snapshot, j: int) -> Gang:
+    """Run one session of the reference engine on the snapshot (actions, not the close) and read the
+    job as gang's OnSessionClose and the cache's RecordJobStatusEvent would.
+
+    A Pending pod is ``Schedulable`` when allocate placed it and then discarded the gang (it was
+    tried before the pod that failed), else ``Unschedulable``; the pod that failed is the origin
+    (Volcano takes the first pod with fit errors in its map order: here the first that failed)."""
+    ssn = open_session(snap.problem, snap.state)
+    for action in ssn.actions:
+        ACTIONS[Action(action)](ssn)
+    job = ssn.jobs[j]
+    mine = {t.index: t for t in job.tasks}
+    tried = list(dict.fromkeys(t for action, t in ssn.decisions.attempts if action == "allocate" and t in mine))
+    failed_at = next((i for i, t in enumerate(tried) if t in job.fit_errors), None)
+    schedulable = [mine[t] for t in tried[:failed_at or 0] if t not in job.fit_errors
+                   and mine[t].status == TaskStatus.PENDING]
+    origin = mine[tried[failed_at]] if failed_at is not None else None
+    failed = _node_reasons(snap, ssn, origin, schedulable) if origin is not None else None
+    statuses: dict[str, int] = {}
+    for t in job.tasks:
+        statuses[TaskStatus(t.status).name.title()] = statuses.get(TaskStatus(t.status).name.title(), 0) + 1
+    pending = job.with_status(TaskStatus.PENDING)
+    reasons = {"Schedulable": len(schedulable), "Unschedulable": len(pending) - len(schedulable)}
+    where = f"{_pod_name(origin.name)}: {failed.message()}" if failed is not None else ""
+    fit = fit_error(job.is_ready(), statuses, job.min_available, reasons if pending else None, where)
+    unready = job.min_available - (len(schedulable) + job.ready_task_num())
+    condition = gang_condition(unready, len(job.tasks), fit) if job.tasks and not job.is_ready() else ""
+    event = gang_event(len(pending), len(job.tasks), fit) if podgroup_phase(job) in (
+        PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN) else ""
+    bound = any(ssn.tasks[b.task].job == j for b in ssn.decisions.binds)
+    return Gang(condition, event, origin, failed, job.with_status(TaskStatus.PIPELINED), bound)
+
+
+def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: QueueInfo) -> Explanation:
     """An Inqueue PodGroup with Pending pods: queue checks, then the node predicates, then the gang."""
     pending = info.with_status(TaskStatus.PENDING)
+    gang = _gang(snap, info.index)
     attr = metrics.queue_attrs(ssn).get(queue.index)
     if ssn.overused(queue) and attr is not None:
         lines = [f"{res}: deserved {d:g} <= allocated {a:g}" for res, d, a in _dims(
             ssn, attr.deserved + attr.allocated, attr.deserved, attr.allocated)]
         return Explanation(key, at, phase, "QueueOverused", f'queue "{queue.name}" is overused: allocate skips it',
-                           [*lines, *quota], _gang_message(info))
+                           lines, gang.condition, gang.event)
     for task in _one_per_role(pending):
         refused = [e for e, fn in ssn._all("allocatable", Ext.ALLOCATABLE) if not fn(queue, task)]
         if refused:
@@ -218,26 +338,23 @@ def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: Que
                 ssn, task.request, attr.allocated, task.request, limit) if a + r > d + 1e-9]
             return Explanation(key, at, phase, "QueueDeservedExceeded",
                                f'queue "{queue.name}": {task.name} is not allocatable ({_plugin(entry)})',
-                               [*lines, *quota], _gang_message(info))
-    decisions = run_session(snap.problem, snap.state)
-    mine = {t.index for t in info.tasks}
-    if any(b.task in mine for b in decisions.binds):
-        return Explanation(key, at, phase, "WaitingForSession", "the next session binds the gang", [*quota])
-    pipelined = [b for b in decisions.pipelined if b.task in mine]
-    fit = {t.index: _node_reasons(snap, ssn, t) for t in pending}
-    schedulable = sum(1 for reasons in fit.values() if reasons.unavailable < len(ssn.nodes))
-    histogram = {"Schedulable": schedulable, "Unschedulable": len(pending) - schedulable}
-    gang = _gang_message(info, {k: v for k, v in histogram.items() if v})
-    failing = next((r for r in fit.values() if r.unavailable == len(ssn.nodes)), None)
-    if pipelined:
-        nodes = sorted({snap.problem.node_names[b.node] for b in pipelined if b.node >= 0})
-        return Explanation(key, at, phase, "Pipelined",
-                           f"{len(pipelined)} pod(s) pipelined on {', '.join(nodes)}: waiting for Releasing pods",
-                           quota, gang)
-    if failing is not None:
-        return Explanation(key, at, phase, "Unschedulable", failing.message(len(ssn.nodes)), quota, gang)
-    return Explanation(key, at, phase, "NotEnoughResources", gang,
-                       ["every pod fits some node alone, but not the whole gang at once", *quota], gang)
+                               lines, gang.condition, gang.event)
+    if gang.bound:
+        return Explanation(key, at, phase, "WaitingForSession", "the next session binds the gang")
+    if gang.pipelined:
+        task = gang.pipelined[0]
+        node = snap.problem.node_names[task.node]
+        return Explanation(key, at, phase, "Pipelined", pipelined_message(task.name, node),
+                           [f"{len(gang.pipelined)} pod(s) pipelined: waiting for Releasing pods"],
+                           gang.condition, gang.event)
+    if gang.failed is None:
+        return Explanation(key, at, phase, "NotEnoughResources", gang.condition or gang.event,
+                           ["allocate did not try the job's pods this session"], gang.condition, gang.event)
+    alone = _node_reasons(snap, ssn, gang.origin, [])
+    if alone.unavailable == len(ssn.nodes):
+        return Explanation(key, at, phase, "Unschedulable", gang.failed.message(), [], gang.condition, gang.event)
+    return Explanation(key, at, phase, "NotEnoughResources", gang.failed.message(),
+                       ["every pod fits some node alone, but not the whole gang at once"], gang.condition, gang.event)
 
 
 def _one_per_role(tasks: list[TaskInfo]) -> list[TaskInfo]:
@@ -249,78 +366,65 @@ def _one_per_role(tasks: list[TaskInfo]) -> list[TaskInfo]:
 
 @dataclass
 class NodeReasons:
-    """Per-node filter failures of one pod, counted as kube-scheduler counts them."""
+    """Per-node predicate failures of one pod, counted as Volcano's FitErrors counts them."""
 
     counts: dict[str, int]
     unavailable: int
 
-    def message(self, n_nodes: int) -> str:
-        """`0/N nodes are available: <count> <reason>, ...` (reasons sorted as strings, as kube does)."""
-        parts = sorted(f"{v} {k}" for k, v in self.counts.items())
-        return f"{n_nodes - self.unavailable}/{n_nodes} nodes are available: {', '.join(parts)}."
+    def message(self) -> str:
+        """The pod's FailedScheduling message, :func:`fit_errors_message`."""
+        return fit_errors_message(self.counts, self.unavailable)
 
 
-def _node_reasons(snap: metrics.Snapshot, ssn: Session, task: TaskInfo) -> NodeReasons:
-    """Why each node refuses `task` now: selector and taints (from the scenario's pools), max pods, then fit on Idle.
-
-    Scenario checks make sure some pool passes the selector and taints, so a pod always has a
-    node it could run on once room is made.
+def _node_reasons(snap: metrics.Snapshot, ssn: Session, task: TaskInfo, before: list[TaskInfo]) -> NodeReasons:
+    """Why each node refuses `task`, as allocate's ``predicate`` finds it: first the resource check on
+    FutureIdle (one reason, ``Insufficient <r>`` for the first short resource: cpu, memory, then the
+    scalar resources), else the predicates plugin (``node(s) pod number exceeded``, the node's
+    unschedulable flag, selector, taints). `before` are the gang's pods allocate placed earlier in the
+    session (first fit here) and then discarded: they took room the failed pod did not have.
     """
     scenario = snap.compiled.scenario
     pool_of = {name: pool for pool in scenario.cluster.pools for name in pool.node_names()}
     job = scenario.jobs[int(snap.jobs[task.job])]
     spec = next(t for t in job.tasks if t.name == task.role)
+    room = {n.index: n.future_idle().copy() for n in ssn.nodes}
+    for placed in before:
+        node = next((n for n in ssn.nodes if less_equal(placed.request, room[n.index])), None)
+        if node is not None:
+            room[node.index] = room[node.index] - placed.request
     counts: dict[str, int] = {}
     unavailable = 0
     for node in ssn.nodes:
-        reasons: list[str] = []
-        pool = pool_of[node.name]
-        if any(pool.labels.get(k) != v for k, v in spec.node_selector.items()):
-            reasons.append("node(s) didn't match Pod's node affinity/selector")
-        reasons += [f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}" for taint in pool.taints
-                    if taint.effect != "PreferNoSchedule" and not any(t.tolerates(taint) for t in spec.tolerations)]
+        short = [name for r, name in enumerate(ssn.problem.resource_names)
+                 if r != PODS and task.request[r] > room[node.index][r] + 1e-9]
+        reasons = [f"Insufficient {short[0]}"] if short else []
         if not reasons:
+            pool = pool_of[node.name]
             if node.allocatable[PODS] <= len(node.pods):
-                reasons.append("Too many pods")
-            reasons += [f"Insufficient {name}" for r, name in enumerate(ssn.problem.resource_names)
-                        if r != PODS and task.request[r] > node.idle[r] + 1e-9]
+                reasons.append("node(s) pod number exceeded")
+            if not node.schedulable:
+                reasons.append("node(s) were unschedulable")
+            if any(pool.labels.get(k) != v for k, v in spec.node_selector.items()):
+                reasons.append("node(s) didn't match Pod's node affinity/selector")
+            reasons += [f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}" for taint in pool.taints
+                        if taint.effect != "PreferNoSchedule" and not any(t.tolerates(taint) for t in spec.tolerations)]
         for reason in reasons:
             counts[reason] = counts.get(reason, 0) + 1
         unavailable += bool(reasons)
     return NodeReasons(counts, unavailable)
 
 
-def _quota_exceeded(result: Result, key: str, at: float) -> list[str]:
-    """ResourceQuota admission for the job's pods: the API server's `exceeded quota` error, if the namespace's
-    requests at `at` plus the job's would pass `spec.hard` (the refusals the run made are its Rejected events)."""
-    namespace = key.split("/")[0]
-    tenant = next((t for t in result.scenario.tenants if t.ns == namespace and t.resource_quota), None)
-    if tenant is None:
-        return []
-    held = metrics.holding(result, at)
-    held = held[(held.job.map(lambda name: name.split("/")[0]) == namespace) & (held.job != key)]
-    job = result.scenario.jobs[int(np.flatnonzero(metrics.job_keys(result) == key)[0])]
-    requested = {res: 0.0 for res in held.columns}
-    for task in job.tasks:
-        for res, amount in task.resources.items():
-            requested[res] = requested.get(res, 0.0) + task.replicas_resolved * parse_quantity(amount)
-    requested["pods"] = float(sum(t.replicas_resolved for t in job.tasks))
-    over = []
-    for name, limit in tenant.resource_quota.hard.items():
-        res = name.removeprefix("requests.").removeprefix("count/")
-        if res not in requested:
-            continue
-        used = float(held[res].sum()) if res in held else 0.0
-        if used + requested[res] > parse_quantity(limit) + 1e-9:
-            over.append((name, requested[res], used, parse_quantity(limit)))
-    if not over:
-        return []
-    requested_text = ",".join(f"{n}={r:g}" for n, r, _, _ in over)
-    used_text = ",".join(f"{n}={u:g}" for n, _, u, _ in over)
-    limited_text = ",".join(f"{n}={lim:g}" for n, _, _, lim in over)
-    return [(f'pods "{job.name}-{job.tasks[0].name}-0" is forbidden: exceeded quota: {tenant.name}, '
-             f"requested: {requested_text}, used: {used_text}, limited: {limited_text} "
-             "(a real API server refuses these pods; the simulator does not model ResourceQuota admission)")]
+def _refused(result: Result, key: str, at: float) -> list[str]:
+    """The API server's refusals of the job's pods that still stand at `at`: the last ``exceeded quota``
+    message of each pod the run logged as Rejected (FailedCreate) and has not bound since."""
+    events = result.events[(result.events.job == key) & (result.events.time <= at)]
+    last: dict[str, str] = {}
+    for e in events[events.kind.isin(["Rejected", "Bound"])].itertuples():
+        if e.kind == "Rejected":
+            last[e.task] = e.message
+        else:
+            last.pop(e.task, None)
+    return list(last.values())
 
 
 # ------------------------------------------------------------------------------------ gang deadlock
@@ -390,35 +494,56 @@ def starvation_report(result: Result, threshold: float) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------ event views
 
 
-_EVENT_VIEW = {
-    # kind: (type, reason, object kind, message format)
-    "Submitted": ("Normal", "Created", "podgroup", "PodGroup created in queue {queue}"),
-    "Enqueued": ("Normal", "Enqueued", "podgroup", "{message}"),
-    "Bound": ("Normal", "Scheduled", "pod", "Successfully assigned {task} to {node}"),
-    "Pipelined": ("Normal", "Pipelined", "pod", "{message}"),
-    "Started": ("Normal", "Running", "podgroup", "{message}"),
-    "Evicted": ("Warning", "Evict", "pod", "{reason}: {message}"),
-    "Restarting": ("Warning", "PodEvicted", "podgroup", "{message}"),
-    "Deleted": ("Normal", "Killing", "pod", "Stopping container on {node}"),
-    "Completed": ("Normal", "Completed", "podgroup", "all tasks completed"),
-}
+def _event_rows(e, min_available: int, volcano: bool) -> list[tuple[str, str, str, str]]:
+    """The events a real cluster records for one event of the run: (type, reason, object, message),
+    as Volcano v1.15.1 and its vcjob controller word them, or under another family the scheduler's
+    own notes (none for the run's own bookkeeping: completion, a pod's deletion, a phase change)."""
+    pod, group = f"pod/{_pod_name(e.task)}", f"podgroup/{_pod_name(e.job)}"
+    if e.kind == "Rejected":  # the API server's 403, which the controller's FailedCreate event carries
+        return [("Warning", "FailedCreate", f"job/{_pod_name(e.job)}", e.message)]
+    if e.kind in ("FailedScheduling", "Waiting"):  # kube-scheduler's own notes
+        return [("Warning", e.kind, pod, e.message)]
+    if not volcano:
+        return [("Normal", "Scheduled", pod, e.message)] if e.kind == "Bound" else []
+    if e.kind == "Submitted":  # the first session's RecordJobStatusEvent: no pods yet, Pending or Inqueue
+        return [("Warning", "Unschedulable", group, _podless_event(min_available))]
+    if e.kind == "Bound":  # cache.go Bind
+        return [("Normal", "Scheduled", pod, f"Successfully assigned {e.task} to {e.node}")]
+    if e.kind == "Pipelined":  # RecordJobStatusEvent -> taskUnschedulable
+        return [("Warning", "FailedScheduling", pod, pipelined_message(e.task, e.node))]
+    if e.kind == "Started":  # RecordJobStatusEvent once the PodGroup status changes to Running
+        return [("Normal", "Scheduled", group, "pod group is ready")]
+    if e.kind == "Evicted":  # defaultEvictor.Evict and cache.Evict
+        return [("Warning", "Evict", pod, f"Pod is evicted, because of {e.reason}"), ("Normal", "Evict", group, e.reason)]
+    if e.kind == "Restarting" and e.reason == "PodEvicted":  # the vcjob's PodEvicted -> RestartJob policy
+        return [("Normal", "ExecuteAction", f"job/{_pod_name(e.job)}", "Start to execute action RestartJob ")]
+    if e.kind == "Terminated":  # the vcjob controller's handleJobError past its retry limit
+        return [("Normal", "ExecuteAction", f"job/{_pod_name(e.job)}", e.message)]
+    return []
+
+
+def _pod_name(key: str) -> str:
+    """An object's name without its namespace (a pod's as TaskInfo.Name is)."""
+    return key.split("/", 1)[-1]
 
 
 def get_events(result: Result, job: str | None = None, since: float = -math.inf,
                until: float = math.inf) -> pd.DataFrame:
-    """The run's events as `kubectl get events` lists them: TIME, TYPE, REASON, OBJECT, MESSAGE."""
+    """The run's events as `kubectl get events` lists them on a real cluster: TIME, TYPE, REASON, OBJECT,
+    MESSAGE, in Volcano's words (:func:`_event_rows`). The run's own record is `result.events`."""
+    rows = [{"TIME": f"t={age(t)}", "TYPE": kind, "REASON": reason, "OBJECT": obj, "MESSAGE": message}
+            for t, kind, reason, obj, message in _events(result, job, since, until)]
+    return pd.DataFrame(rows, columns=["TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"])
+
+
+def _events(result: Result, job: str | None, since: float, until: float) -> list[tuple]:
+    """(time, type, reason, object, message) of every event a real cluster records for the run's events."""
     events = result.events[(result.events.time >= since) & (result.events.time <= until)]
     if job is not None:
         events = events[events.job == _key(result, job)]
-    queue = metrics.queue_of(result)
-    rows = []
-    for e in events.itertuples():
-        kind, reason, obj, text = _EVENT_VIEW[e.kind]
-        name = (e.task if obj == "pod" else e.job).split("/", 1)[1]
-        rows.append({"TIME": f"t={age(e.time)}", "TYPE": kind, "REASON": reason, "OBJECT": f"{obj}/{name}",
-                     "MESSAGE": text.format(queue=queue.get(e.job, ""), task=e.task, node=e.node, reason=e.reason,
-                                            message=e.message)})
-    return pd.DataFrame(rows, columns=["TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"])
+    minimum = dict(zip(metrics.job_keys(result), (j.min_available_resolved for j in result.scenario.jobs)))
+    volcano = metrics.compiled_of(result).problem.policy.family == Family.VOLCANO
+    return [(e.time, *row) for e in events.itertuples() for row in _event_rows(e, minimum[e.job], volcano)]
 
 
 def describe_podgroup(result: Result, job: str, at: float) -> str:
@@ -441,14 +566,14 @@ def describe_podgroup(result: Result, job: str, at: float) -> str:
     if why.condition:
         lines += ["  Conditions:", "    Type:     Unschedulable", "    Status:   True",
                   "    Reason:   NotEnoughResources", f"    Message:  {why.condition}"]
-    events = get_events(result, key, until=at)
-    events = events[events.OBJECT == f"podgroup/{name}"]
     lines += ["Events:", "  Type     Reason         Age      Message", "  ----     ------         ---      -------"]
-    times = result.events[(result.events.job == key) & (result.events.time <= at)]
-    for row, t in zip(events.itertuples(), times[times.kind.map(lambda k: _EVENT_VIEW[k][2] == "podgroup")].time):
-        lines.append(f"  {row.TYPE:<8} {row.REASON:<14} {age(at - t):<8} {row.MESSAGE}")
-    if why.condition:
-        lines.append(f"  {'Warning':<8} {'Unschedulable':<14} {'0s':<8} {why.condition}")
+    for t, kind, reason, obj, message in _events(result, key, -math.inf, at):
+        if obj == f"podgroup/{name}":
+            lines.append(f"  {kind:<8} {reason:<14} {age(at - t):<8} {message}")
+    if why.reason in ("QueueResourceQuotaInsufficient", "ClusterOverused"):  # the enqueue vote's event
+        lines.append(f"  {'Normal':<8} {'Unschedulable':<14} {'0s':<8} {why.message}")
+    if why.event:
+        lines.append(f"  {'Warning':<8} {'Unschedulable':<14} {'0s':<8} {why.event}")
     return "\n".join(lines)
 
 

@@ -5,8 +5,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import labkit
 from labkit.cli import main
-from labkit.course import admission, cases, notebooks, steps
+from labkit.course import cases, notebooks, steps
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,18 +96,19 @@ def test_case_study_slice_and_week():
 
 
 def test_quota_refuses_at_admission_and_counts_limitrange_defaults():
-    table = admission.admit(cases.quota_burst(cpu_quota=36)).set_index("pod")
-    assert table.verdict.tolist() == ["admitted"] * 4 + ["forbidden"] * 2 + ["admitted", "forbidden"]
-    assert admission.admit(cases.quota_burst()).message[4] == (
-        'pods "c-eval-4-worker-0" is forbidden: exceeded quota: team-c, requested: requests.nvidia.com/gpu=4, '
-        "used: requests.nvidia.com/gpu=16, limited: requests.nvidia.com/gpu=16")
-    assert table.cpu["c-clean-1-worker-0"] == 4.0
-    assert "requests.cpu=4, used: requests.cpu=36" in table.message["c-clean-1-worker-0"]
+    """ch. 3's burst on the engine: each pod the vcjob controller creates gets the LimitRange defaults,
+    then passes the ResourceQuota or is refused (FailedCreate)."""
+    run = labkit.simulate(cases.quota_burst(cpu_quota=36))
+    refused = run.events[run.events.kind == "Rejected"].drop_duplicates("task").set_index("task").message
+    assert refused.index.tolist() == ["team-c/c-eval-4-worker-0", "team-c/c-eval-5-worker-0", "team-c/c-clean-1-worker-0"]
+    assert refused.iloc[0] == ('pods "c-eval-4-worker-0" is forbidden: exceeded quota: team-c, requested: '
+                               "requests.cpu=8,requests.nvidia.com/gpu=4, used: requests.cpu=32,requests.nvidia.com/gpu=16, "
+                               "limited: requests.cpu=36,requests.nvidia.com/gpu=16")
+    assert "requested: requests.cpu=4, used: requests.cpu=36, limited: requests.cpu=36" in refused.iloc[2]
+    assert run.tasks.set_index("job").cpu["team-c/c-clean-0"] == 4.0  # the LimitRange's defaultRequest
 
 
 def test_partial_gangs_hold_gpus_without_training():
-    import labkit
-
     partial = steps.workers(labkit.simulate(cases.gang_pair(min_available=1)), at=60)
     assert partial.running.tolist() == [1, 1] and not partial.can_train.any()
     whole = steps.workers(labkit.simulate(cases.gang_pair()), at=60)

@@ -45,13 +45,16 @@ def test_lifecycle_states(fragmentation):
     assert diagnose.explain(fragmentation, "ml/resident-0", at=30000).reason == "Completed"
 
 
-def test_insufficient_gpus_in_kube_and_gang_words(fragmentation):
-    """tp8 asks 8 GPUs; each of the 4 nodes has 4 free: kube-scheduler's histogram and gang's condition."""
+def test_insufficient_gpus_in_volcano_words(fragmentation):
+    """tp8 asks 8 GPUs; each of the 4 nodes has 4 free: the pod's FailedScheduling (FitErrors) and gang's
+    condition, word for word what the recorded real run (oracles/volcano-real/ch02) shows."""
     why = diagnose.explain(fragmentation, "tp8", at=100)
     assert (why.reason, why.phase) == ("Unschedulable", "Inqueue")
-    assert why.message == "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    assert why.message == "0/4 nodes are unavailable: 4 Insufficient nvidia.com/gpu."
     assert why.condition == ("1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; "
-                             "Pending: 1 Unschedulable")
+                             "Pending: 1 Unschedulable. Origin reason is tp8-worker-0: 0/4 nodes are unavailable: "
+                             "4 Insufficient nvidia.com/gpu.")
+    assert why.event == why.condition
     assert why.slurm_reason == "Resources"
     assert "tasks in gang unschedulable" in str(why)
 
@@ -60,9 +63,11 @@ def test_enqueue_rejected_by_overcommit():
     """j1 asks 8 GPUs while j0 holds 4 of 8: overcommit's idle room is 8 x 1.2 - 4."""
     result = labkit.simulate(one_node())
     why = diagnose.explain(result, "j1", at=100)
-    assert (why.reason, why.phase, why.message) == ("ClusterOverused", "Pending", "resource in cluster is overused")
+    assert (why.reason, why.phase, why.message) == ("ClusterOverused", "Pending",
+                                                    "resource in cluster is overused: overused nvidia.com/gpu")
     assert f"= {8 * 1.2 - 4:g}" in why.details[0]
-    assert why.condition == "1/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable"
+    assert why.condition == ""  # gang's OnSessionClose skips a PodGroup without pods
+    assert why.event == "0/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable"
     assert diagnose.explain(result, "j1", at=J0_END + 1).reason == "Running"
 
 
@@ -70,7 +75,8 @@ def test_enqueue_rejected_by_queue_capability():
     """Queue a's capability is 4 GPUs: proportion's realCapability refuses an 8-GPU PodGroup for ever."""
     result = run(cluster=cluster(), queues=[{"name": "a", "capability": {GPU: 4}}], jobs=[job("big", 8)])
     why = diagnose.explain(result, "big", at=100)
-    assert (why.reason, why.message) == ("QueueResourceQuotaInsufficient", "queue resource quota insufficient")
+    assert (why.reason, why.message) == ("QueueResourceQuotaInsufficient",
+                                         "queue resource quota insufficient: insufficient nvidia.com/gpu")
     assert any("nvidia.com/gpu: 8 + 0 + 0 - 0 = 8 > 4" in line for line in why.details)
     assert why.slurm_reason == "QOSGrpGRES"
 
@@ -118,7 +124,7 @@ def test_selector_and_resources_per_node():
                  jobs=[{**job("blocker", 8), "tasks": [on_infer]}, {**job("j", 8, submit=10), "tasks": [on_infer]}])
     why = diagnose.explain(result, "j", at=100)
     assert why.reason == "Unschedulable"
-    assert why.message == ("0/2 nodes are available: 1 Insufficient nvidia.com/gpu, "
+    assert why.message == ("0/2 nodes are unavailable: 1 Insufficient nvidia.com/gpu, "
                            "1 node(s) didn't match Pod's node affinity/selector.")
 
 
@@ -129,7 +135,7 @@ def test_untolerated_taint_and_a_full_node():
     result = run(cluster={"pools": pools}, queues=[{"name": "a"}], scheduler=CONF_WITHOUT_PROPORTION,
                  jobs=[job("blocker", 8), job("j", 8, submit=10)])
     assert diagnose.explain(result, "j", at=100).message == (
-        "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint {dedicated: infer}.")
+        "0/2 nodes are unavailable: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint {dedicated: infer}.")
 
 
 def test_gang_that_fits_pod_by_pod_but_not_whole():
@@ -139,8 +145,11 @@ def test_gang_that_fits_pod_by_pod_but_not_whole():
                                            "tasks": [{"replicas": 2, "resources": {GPU: 8}}]}])
     why = diagnose.explain(result, "gang", at=100)
     assert why.reason == "NotEnoughResources"
-    assert why.message == ("2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, 2 minAvailable; "
-                           "Pending: 2 Schedulable")
+    assert why.message == "0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu."  # the second pod's
+    fit = ("pod group is not ready, 2 Pending, 2 minAvailable; Pending: 1 Schedulable, 1 Unschedulable. "
+           "Origin reason is gang-worker-1: 0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu.")
+    assert why.condition == f"1/2 tasks in gang unschedulable: {fit}"  # minAvailable 2 - 1 schedulable
+    assert why.event == f"2/2 tasks in gang unschedulable: {fit}"  # 2 Pending
 
 
 def test_pipelined_while_victims_terminate():
@@ -148,16 +157,28 @@ def test_pipelined_while_victims_terminate():
     result = labkit.simulate(reclaim_scenario())
     evicted = result.tasks.evicted.dropna().min()
     why = diagnose.explain(result, "b0", at=evicted + 30)
-    assert why.reason == "Pipelined" and "waiting for Releasing pods" in why.message
+    assert why.reason == "Pipelined"
+    assert why.message == ("Pod default/b0-worker-0 can possibly be assigned to gpu-0, once resource is released "
+                           "and minAvailable is satisfied")
+    fit = "pod group is not ready, 1 Pipelined, 1 minAvailable"
+    assert (why.condition, why.event) == (f"1/1 tasks in gang unschedulable: {fit}",
+                                          f"0/1 tasks in gang unschedulable: {fit}")
 
 
-def test_resource_quota_admission():
-    """Namespace t's ResourceQuota allows 4 GPUs of requests; an 8-GPU pod would be refused."""
-    result = run(cluster=cluster(), tenants=[{"name": "t", "resourceQuota": {"hard": {"requests.nvidia.com/gpu": 4}}}],
-                 queues=[{"name": "a", "capability": {GPU: 4}}], jobs=[{**job("big", 8), "namespace": "t"}])
-    why = diagnose.explain(result, "t/big", at=100)
-    assert any('pods "big-worker-0" is forbidden: exceeded quota: t, requested: requests.nvidia.com/gpu=8, '
-               "used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=4" in d for d in why.details)
+def test_resource_quota_refusal_from_the_run():
+    """Namespace t's ResourceQuota allows 8 GPUs of requests: the run's own FailedCreate says why j1's pod
+    does not exist while j0 holds 8; the PodGroup is Inqueue without pods (gang event 0/0), until the
+    vcjob controller stops retrying."""
+    result = run(cluster=cluster(2), tenants=[{"name": "t", "resourceQuota": {"hard": {"requests.nvidia.com/gpu": 8}}}],
+                 queues=[{"name": "a"}], jobs=[{**job("j0", 8), "namespace": "t"},
+                                               {**job("j1", 8, submit=10), "namespace": "t"}])
+    why = diagnose.explain(result, "t/j1", at=100)
+    assert (why.reason, why.phase) == ("FailedCreate", "Inqueue")
+    assert why.message == ('pods "j1-worker-0" is forbidden: exceeded quota: t, requested: requests.nvidia.com/gpu=8, '
+                           "used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8")
+    assert why.event == "0/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable"
+    end = result.jobs.set_index("name").end["j1"]  # j0 holds the quota for 10 h: the controller gives up
+    assert diagnose.explain(result, "t/j1", at=end).reason == "Terminated"
 
 
 def test_unknown_job(fragmentation):
@@ -208,7 +229,9 @@ def test_events_like_kubectl(fragmentation):
     bound = events[events.REASON == "Scheduled"].iloc[0]
     assert bound.OBJECT == "pod/tp8-worker-0"
     assert bound.MESSAGE.startswith("Successfully assigned ml/tp8-worker-0 to gpu-")
-    assert len(diagnose.get_events(fragmentation)) == len(fragmentation.events)
+    assert events.MESSAGE.tolist()[0] == "0/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable"
+    assert events.MESSAGE.tolist()[-1] == "pod group is ready"
+    assert "Submitted" not in set(diagnose.get_events(fragmentation).REASON)  # no such event on a real cluster
 
 
 def test_describe_podgroup(fragmentation):
@@ -217,7 +240,8 @@ def test_describe_podgroup(fragmentation):
     assert "Min Resources:        cpu: 32, memory: 256Gi, nvidia.com/gpu: 8" in text
     assert "Phase:    Inqueue" in text
     assert "Message:  1/1 tasks in gang unschedulable" in text
-    assert text.index("Events:") < text.index("Enqueued")
+    assert text.index("Events:") < text.index("Warning  Unschedulable  40s      0/0 tasks in gang unschedulable")
+    assert text.endswith("Origin reason is tp8-worker-0: 0/4 nodes are unavailable: 4 Insufficient nvidia.com/gpu.")
 
 
 def test_age_like_kubectl():

@@ -6,7 +6,8 @@ Time follows a real Volcano cluster, one step at a time:
   controller creates pods only after the PodGroup leaves Pending (enqueue), so a job needs one
   session to be enqueued and a later one to be allocated. Each pod goes through the API server's
   ResourceQuota admission of its namespace: a refused pod is logged (Rejected, FailedCreate) and
-  retried before every later session, as the controller retries;
+  the vcjob controller retries its failed sync with rate-limited requeues (5 ms, doubling), at most
+  15 times (`--max-requeue-num`); the next failure terminates the job (state Terminated);
 * sessions run on the `schedulePeriod` grid (k x period), as `wait.Until(runOnce, period)` does,
   but only when something changed since the last one (an event, or the last session decided
   something): a session on an unchanged snapshot decides nothing, so skipping it is exact;
@@ -61,11 +62,17 @@ from ..spec import Scenario
 from .compile import Compiled
 from .problem import Decisions, PodGroupPhase, Problem, State, TaskStatus, rank_by
 
-ARRIVAL, RELEASED, FINISH, WAKE, TIMEOUT, TIMER = 0, 1, 2, 3, 4, 5
+ARRIVAL, RELEASED, FINISH, WAKE, TIMEOUT, TIMER, RESYNC = 0, 1, 2, 3, 4, 5, 6
 """Event kinds, in the order they are applied when they fall on the same instant. WAKE and TIMER
 only make the next session run: a WAKE re-evaluates (a Permit wait, priorities that age), a TIMER
 is a transition the session has scheduled (a PodsReady timeout, a backoff's end), so a run with a
-TIMER due has not settled. TIMEOUT is a job reaching its time limit."""
+TIMER due has not settled. TIMEOUT is a job reaching its time limit. RESYNC is the vcjob
+controller syncing a job again after a failed sync (pods the ResourceQuota refused)."""
+REQUEUE_DELAY, MAX_REQUEUE = 0.005, 15
+"""The vcjob controller's retries of a failed sync (pkg/controllers/job/job_controller.go
+``handleJobError``): ``AddRateLimited`` with client-go's default controller rate limiter (5 ms,
+doubling per failure), while ``NumRequeues`` < ``--max-requeue-num`` (default 15); the next
+failure runs TerminateJobAction."""
 
 Session = Callable[[Problem, State], Decisions]
 PROGRESS_SECONDS = 0.25
@@ -119,6 +126,8 @@ class Simulation:
         self.priority = self.p.job_priority.copy()
         self.last_note: dict[tuple, tuple] = {}
         self.wakes: set[float] = set()
+        self.requeues = np.zeros(n_jobs, np.int64)
+        self.resync_at = np.full(n_jobs, np.nan)
         for j in range(n_jobs):
             heapq.heappush(self.heap, (float(compiled.job_submit[j]), ARRIVAL, j, 0))
 
@@ -180,6 +189,13 @@ class Simulation:
             (self._finish if kind == FINISH else self._time_out)(now, index)
         elif kind == WAKE:
             self.wakes.discard(now)
+        elif kind == RESYNC:
+            if self.resync_at[index] != now:
+                return False
+            self.resync_at[index] = math.nan
+            if self.done[index] or self.phase[index] == PodGroupPhase.PENDING:
+                return False
+            self._create_pods(now, index)
         return True
 
     def timer(self, at: float) -> None:
@@ -214,11 +230,8 @@ class Simulation:
     def session_once(self, now: float, due: np.ndarray | None = None) -> tuple[Decisions | None, bool]:
         """One session at `now` running the actions marked in `due` (default all): its decisions
         (in full-problem indices) and whether it changed anything."""
-        if self.c.quotas is not None:  # the controllers retry the pods admission refused
-            live = self.present & ~self.done
-            if not self.p.policy.pods_at_submit:
-                live &= self.phase != PodGroupPhase.PENDING
-            for j in np.flatnonzero(live):
+        if self.c.quotas is not None and self.p.policy.pods_at_submit:  # a Job controller retries what admission refused
+            for j in np.flatnonzero(self.present & ~self.done):
                 self._create_pods(now, int(j))
         releasing = np.zeros(self.p.n_jobs, bool)
         releasing[self.p.task_job[self.status == TaskStatus.RELEASING]] = True
@@ -321,16 +334,46 @@ class Simulation:
 
     def _create_pods(self, now: float, j: int) -> None:
         """The workload controller creates the job's missing pods, each through the API server's
-        ResourceQuota admission; a refused one is retried later (before the next session)."""
+        ResourceQuota admission; a refused one is retried later: before the next session (a Job's
+        controller), or by the vcjob controller's requeue of the failed sync (:data:`MAX_REQUEUE`)."""
         quotas = self.c.quotas
+        failed = False
         for t in range(self.c.job_pods[j], self.c.job_pods[j + 1]):
             if self.created[t]:
                 continue
             refused = quotas.admit(t, self.created & (self.status != TaskStatus.SUCCEEDED)) if quotas else None
             if refused:
                 self._note(now, j, t, "Rejected", "FailedCreate", refused)
+                failed = True
             else:
                 self.created[t] = True
+        if self.p.policy.pods_at_submit:
+            return
+        if not failed:
+            self.requeues[j] = 0  # queue.Forget
+        elif not math.isnan(self.resync_at[j]):
+            return  # a requeued sync is already due
+        elif self.requeues[j] < MAX_REQUEUE:
+            self.resync_at[j] = now + REQUEUE_DELAY * 2.0 ** self.requeues[j]
+            heapq.heappush(self.heap, (self.resync_at[j], RESYNC, j, 0))
+            self.requeues[j] += 1
+        else:
+            self._retry_limit(now, j)
+
+    def _retry_limit(self, now: float, j: int) -> None:
+        """handleJobError past the retry limit: TerminateJobAction kills the job's pods; the job ends
+        Terminated without having run (its PodGroup is Inqueue, never Running)."""
+        lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
+        if not math.isnan(self.run_start[j]):
+            self._stop_work(now, j)
+        for t in range(lo, hi):
+            if self.status[t] == TaskStatus.RUNNING:
+                self._terminate(now, t)
+        self.done[j] = True
+        self.phase[j] = PodGroupPhase.COMPLETED
+        self.end_time[j] = now
+        self.final_state[j] = "Terminated"
+        self._log(now, "Terminated", j, reason="ExecuteAction", message="Job failed on action SyncJob for retry limit reached")
 
     def _set_phase(self, now: float, j: int, phase: int) -> bool:
         old = self.phase[j]
