@@ -116,3 +116,10 @@ def test_site_builds_and_rebuilds_into_its_folder_but_never_over_other_files(one
 def test_site_needs_an_output_folder(capsys):
     assert main(["course", "site", "--solutions", str(SOLUTIONS)]) == 2
     assert "give the site's folder with -o DIR" in capsys.readouterr().err
+
+
+def test_a_missing_site_tool_is_named_with_the_extra_that_installs_it(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(site.NEEDS, "labkit_no_such_sphinx_theme", "no-such-sphinx-theme")
+    assert main(["course", "site", "--solutions", str(SOLUTIONS), "-o", str(tmp_path / "book")]) == 2
+    assert "needs no-such-sphinx-theme: pip install 'labkit[site]'" in capsys.readouterr().err
+    assert not (tmp_path / "book").exists()
