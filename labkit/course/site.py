@@ -65,8 +65,9 @@ def _render_vegalite(output: nbformat.NotebookNode) -> None:
 
 
 def _refuse_remote(text: str, where: str) -> None:
-    if _REMOTE.search(text):
-        raise LabkitError(f"{where}: refers to another host ({_REMOTE.search(text).group(0)!r}); the site must work offline")
+    found = _REMOTE.search(text)
+    if found:
+        raise LabkitError(f"{where}: refers to another host ({found.group(0)!r}); the site must work offline")
 
 
 def page(nb: nbformat.NotebookNode, name: str, lab_url: str | None = None) -> nbformat.NotebookNode:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
+import snowballstemmer
 from sphinx.application import Sphinx
+from sphinx.search import SearchLanguage
 from sphinx.search.zh import SearchChinese
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -26,6 +28,11 @@ def han_pairs(run: str) -> list[str]:
 class SearchChinesePairs(SearchChinese):
     """Sphinx's Chinese search language with Han character pairs instead of jieba's words."""
 
+    # Sphinx 9.0 names the browser's stemmer class after language_name ("ChineseStemmer", which does not
+    # exist, so search stops with a ReferenceError; sphinx-doc/sphinx#14416 fixes it). Latin words in
+    # Chinese pages are stemmed as English, by EnglishStemmer.
+    language_name = "English"
+
     js_splitter_code = """
 function splitQuery(query) {
   const terms = [];
@@ -37,11 +44,16 @@ function splitQuery(query) {
 }
 """.replace("HAN", _HAN.encode("unicode_escape").decode())
 
+    def __init__(self, options: dict[str, str]) -> None:
+        SearchLanguage.__init__(self, options)  # not SearchChinese's, which loads jieba's dictionary when installed
+        self.stemmer = snowballstemmer.stemmer("english")
+        self.latin_terms: set[str] = set()  # what `stem` leaves unstemmed (a list shared by the class before Sphinx 8)
+
     def split(self, input: str) -> list[str]:
         terms: list[str] = []
         for run in _RUNS.findall(input):
             if run[0].isascii():
-                self.latin_terms.append(run)
+                self.latin_terms.add(run)
                 terms.append(run)
             else:
                 terms += han_pairs(run)
