@@ -4,6 +4,8 @@ A `Panel` is built from a scenario and a list of `Knob`s (queue weight, capabili
 guarantee, PriorityClass values, policy, plugin and action toggles, checkpoint interval, grace
 period). Moving a knob schedules a re-run (debounced, so dragging a slider runs once); the
 charts (SVG from vl-convert, see `labkit.viz`) and the table are replaced in place.
+What a student reads (labels, options, status, the table's headings) is Chinese, with the
+scheduler's own field names kept beside it; knob names and `panel.table`'s columns stay English.
 
 Everything the widgets call is a plain method: `panel.set(name, value)`, `panel.scenario()`,
 `panel.refresh()`, `panel.table`, `panel.svgs`, so labs and tests drive a panel without a browser.
@@ -12,6 +14,7 @@ Everything the widgets call is a plain method: `panel.set(name, value)`, `panel.
 from __future__ import annotations
 
 import asyncio
+import html
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +37,8 @@ Apply = Callable[[dict, Any], None]
 @dataclass(frozen=True)
 class Knob:
     """One tunable value: `name` (unique key), widget `kind` (int, float, choice, toggle), its range or
-    choices, the starting value, and `apply(data, value)` writing it into the scenario's YAML form."""
+    choices (`labels`, when given, are what the dropdown shows for them), the starting value, and
+    `apply(data, value)` writing it into the scenario's YAML form."""
 
     name: str
     label: str
@@ -45,6 +49,7 @@ class Knob:
     high: float = 1
     step: float = 1
     choices: tuple = ()
+    labels: tuple = ()
 
     def widget(self) -> w.ValueWidget:
         """The ipywidget for this knob (continuous updates; the panel debounces)."""
@@ -52,7 +57,8 @@ class Knob:
         if self.kind == "toggle":
             return w.Checkbox(value=bool(self.value), description=self.label, style=style)
         if self.kind == "choice":
-            return w.Dropdown(options=list(self.choices), value=self.value, description=self.label, style=style)
+            options = list(zip(self.labels, self.choices, strict=True)) if self.labels else list(self.choices)
+            return w.Dropdown(options=options, value=self.value, description=self.label, style=style)
         slider = w.IntSlider if self.kind == "int" else w.FloatSlider
         return slider(value=self.value, min=self.low, max=self.high, step=self.step, description=self.label,
                       continuous_update=True, style=style, layout=w.Layout(width="420px"))
@@ -73,8 +79,12 @@ def _queue(data: dict, name: str) -> dict:
 def queue_weight(scenario: Scenario, queue: str, high: int = 10) -> Knob:
     """The Volcano Queue's `spec.weight` (proportion's share of the cluster)."""
     start = next((q.weight for q in scenario.queues if q.name == queue), 1)
-    return Knob(f"queue/{queue}/weight", f"{queue} weight", "int", start,
+    return Knob(f"queue/{queue}/weight", f"{queue} 权重 weight", "int", start,
                 lambda data, v: _queue(data, queue).__setitem__("weight", int(v)), low=1, high=high)
+
+
+FIELD_LABELS = {"capability": "上限", "deserved": "应得", "guarantee": "保底"}
+"""The Queue's resource fields in Chinese, shown before the field's own name."""
 
 
 def _queue_resource(field: str, doc: str):
@@ -88,7 +98,8 @@ def _queue_resource(field: str, doc: str):
         def apply(data: dict, value: Any) -> None:
             _queue(data, queue).setdefault(field, {})[resource] = value
 
-        return Knob(f"queue/{queue}/{field}/{resource}", f"{queue} {field} {resource}", "int", int(start), apply,
+        label = f"{queue} {FIELD_LABELS[field]} {field} {resource}"
+        return Knob(f"queue/{queue}/{field}/{resource}", label, "int", int(start), apply,
                     low=0, high=int(top), step=step)
 
     knob.__doc__ = doc
@@ -108,7 +119,21 @@ def priority_value(scenario: Scenario, name: str, high: int = 1000) -> Knob:
     def apply(data: dict, value: Any) -> None:
         next(p for p in data["priorityClasses"] if p["name"] == name)["value"] = int(value)
 
-    return Knob(f"priorityClass/{name}", f"priority {name}", "int", start, apply, low=0, high=max(high, start))
+    return Knob(f"priorityClass/{name}", f"优先级 {name} value", "int", start, apply, low=0, high=max(high, start))
+
+
+POLICY_LABELS = {
+    "volcano-shipped": "Volcano 安装自带（enqueue、allocate、backfill，无抢占）",
+    "volcano-multitenant": "自带配置加 reclaim 与 preempt",
+    "helios-fifo": "严格 FIFO，按 GPU 紧凑放置",
+    "kube-default": "默认 kube-scheduler（逐个 Pod，无 gang）",
+    "kube-coscheduling": "kube-scheduler 加 Coscheduling（gang）",
+    "kueue": "Kueue（整体准入）",
+    "slurm-backfill": "Slurm 回填（backfill）",
+    "slurm-builtin": "Slurm 严格优先级顺序（builtin）",
+    "slurm-fairshare": "Slurm 公平共享（Fair Tree）",
+}
+"""What each policy preset is, in a dropdown's words (`labkit presets` has the full description)."""
 
 
 def policy(scenario: Scenario, choices: Sequence[str] | None = None) -> Knob:
@@ -120,7 +145,10 @@ def policy(scenario: Scenario, choices: Sequence[str] | None = None) -> Knob:
     def apply(data: dict, value: Any) -> None:
         data["scheduler"] = {**{k: v for k, v in data.get("scheduler", {}).items() if k != "conf"}, "policy": value}
 
-    return Knob("scheduler/policy", "policy", "choice", start, apply, choices=options)
+    labels = tuple(f"{name}：{POLICY_LABELS[name]}" if name in POLICY_LABELS else name for name in options)
+    if own == "scenario conf":
+        labels = ("场景自带的 conf", *labels[1:])
+    return Knob("scheduler/policy", "调度策略 policy", "choice", start, apply, choices=options, labels=labels)
 
 
 def _is_volcano(name: str) -> bool:
@@ -149,7 +177,7 @@ def plugin(scenario: Scenario, name: str) -> Knob:
                 tier["plugins"] = [p for p in tier["plugins"] if p["name"] != name]
             tiers[:] = [tier for tier in tiers if tier["plugins"]]
 
-    return Knob(f"plugin/{name}", f"plugin {name}", "toggle", start, apply)
+    return Knob(f"plugin/{name}", f"插件 {name}", "toggle", start, apply)
 
 
 def action(scenario: Scenario, name: str) -> Knob:
@@ -162,7 +190,7 @@ def action(scenario: Scenario, name: str) -> Knob:
         names = {a.strip() for a in conf["actions"].split(",")} - {name} | ({name} if value else set())
         conf["actions"] = ", ".join(sorted(names, key=lambda a: order.index(a) if a in order else len(order)))
 
-    return Knob(f"action/{name}", f"action {name}", "toggle", start, apply)
+    return Knob(f"action/{name}", f"动作 {name}", "toggle", start, apply)
 
 
 def _every_job(field: str) -> Apply:
@@ -179,14 +207,14 @@ def _every_job(field: str) -> Apply:
 def checkpoint_interval(scenario: Scenario, high: float = 4 * 3600, step: float = 600) -> Knob:
     """Every job's `checkpointInterval` in seconds (0 = no checkpoints: an eviction loses all work)."""
     given = [parse_duration(j.checkpoint_interval) for j in scenario.jobs + scenario.workloads if j.checkpoint_interval]
-    return Knob("jobs/checkpointInterval", "checkpoint interval (s)", "int", int(given[0]) if given else 0,
+    return Knob("jobs/checkpointInterval", "检查点间隔 checkpointInterval（秒）", "int", int(given[0]) if given else 0,
                 _every_job("checkpointInterval"), low=0, high=int(high), step=step)
 
 
 def grace_period(scenario: Scenario, high: float = 600, step: float = 10) -> Knob:
     """Every job's `gracePeriod` (terminationGracePeriodSeconds): how long an evicted pod holds its node."""
     given = [parse_duration(j.grace_period) for j in scenario.jobs + scenario.workloads]
-    return Knob("jobs/gracePeriod", "grace period (s)", "int", int(given[0]) if given else 30,
+    return Knob("jobs/gracePeriod", "优雅终止期 gracePeriod（秒）", "int", int(given[0]) if given else 30,
                 _every_job("gracePeriod"), low=0, high=int(high), step=step)
 
 
@@ -212,6 +240,11 @@ def metrics_table(result: Result) -> pd.DataFrame:
     table = pd.concat([table, cluster])
     table["gpu_utilisation"] = [None] * (len(table) - 1) + [total["gpu_utilisation"]]
     return table
+
+
+TABLE_HEADINGS = {"jobs": "作业数", "completed": "已完成", "mean_wait_s": "平均等待（秒）", "evictions": "驱逐次数",
+                  "gpu_hours": "GPU·小时", "gpu_utilisation": "GPU 利用率"}
+"""The table's headings as the panel shows them (`panel.table` keeps the column names)."""
 
 
 class Debouncer:
@@ -269,7 +302,7 @@ class Panel:
     def set(self, name: str, value: Any) -> None:
         """A knob moved: remember the value and schedule a (debounced) re-run."""
         self.values[name] = value
-        self._status.value = "<i>running…</i>"
+        self._status.value = "<i>运行中…</i>"
         self._debouncer.trigger()
 
     def refresh(self) -> None:
@@ -278,15 +311,16 @@ class Panel:
         try:
             self.result = self.run(self.scenario())
         except LabkitError as err:  # a knob value the scenario rejects: say so, keep the last charts
-            self._status.value = f"<b style='color:#b00'>{type(err).__name__}: {err}</b>"
+            self._status.value = f"<b style='color:#b00'>场景不接受这个取值，图表仍是上一次的结果：{html.escape(str(err))}</b>"
             return
         self.runs += 1
         self.table = metrics_table(self.result)
         self.svgs = [viz.to_svg(CHARTS[name](self.result)) for name in self.chart_names]
         for holder, svg in zip(self._charts, self.svgs):
             holder.value = svg
-        self._table.value = self.table.to_html(classes="labkit-metrics", na_rep="", float_format="{:g}".format)
-        self._status.value = f"run {self.runs}: {time.perf_counter() - started:.2f} s"
+        shown = self.table.rename(columns=TABLE_HEADINGS, index={"cluster": "整个集群"})
+        self._table.value = shown.to_html(classes="labkit-metrics", na_rep="", float_format="{:g}".format)
+        self._status.value = f"第 {self.runs} 次运行：{time.perf_counter() - started:.2f} 秒"
 
     @property
     def widget(self) -> w.Widget:

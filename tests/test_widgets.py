@@ -111,3 +111,31 @@ def test_debounce_runs_once_after_the_last_change():
         return loop_calls
 
     assert asyncio.run(on_the_loop()) == [1]
+
+
+def _chinese(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+def test_what_a_student_reads_is_chinese_and_the_code_stays_english(scenario):
+    every = knobs(scenario) + [widgets.priority_value(labkit.spec.preset("case-study"), "high")]
+    assert all(_chinese(k.label) for k in every), [k.label for k in every if not _chinese(k.label)]
+    assert all(k.name.isascii() for k in every)
+    dropdown = widgets.policy(scenario, ["volcano-shipped", "volcano-multitenant"]).widget()
+    assert all(_chinese(label) for label, _ in dropdown.options[1:])
+    assert dropdown.options[1] == ("volcano-shipped：Volcano 安装自带（enqueue、allocate、backfill，无抢占）", "volcano-shipped")
+
+    calls = []
+
+    def engine(s):
+        calls.append(s)
+        if len(calls) > 1:
+            raise LabkitError("queues[0].weight: must be >= 1")
+        return labkit.simulate(s)
+
+    panel = widgets.Panel(scenario, [widgets.queue_weight(scenario, "a")], charts=(), run=engine, debounce=0)
+    assert panel._status.value.startswith("第 1 次运行：")
+    assert list(panel.table.columns[:2]) == ["jobs", "completed"] and "cluster" in panel.table.index
+    assert "<th>作业数</th>" in panel._table.value and "<th>整个集群</th>" in panel._table.value
+    panel.set("queue/a/weight", 2)
+    assert "场景不接受这个取值" in panel._status.value and "queues[0].weight: must be &gt;= 1" in panel._status.value

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
 from .. import spec
 from ..spec import Scenario
 
 TEAMS = ("team-a", "team-b", "team-c")
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-"""The repository's examples/ (the local-Slurm experiments), read by chapter 4."""
+EXAMPLES = resources.files("labkit") / "examples"
+"""labkit/examples/ (the local-Slurm experiments; examples/ in the repository links to it): shipped in
+the package, so chapter 4 runs on a plain `pip install`."""
 
 
 def _data(name: str) -> dict[str, Any]:
@@ -121,7 +122,9 @@ def quota_burst(gpu_quota: int = 16, cpu_quota: int = 64, jobs: int = 6, gpus: i
 def four_jobs(policy: str = "volcano-shipped", d_duration: int | None = None) -> Scenario:
     """examples/slurm-backfill.yaml (4 nodes x 8 GPUs; a: 3 nodes, b: a 4-node gang, d and c: 1 node each,
     submitted in that order) under `policy`; `d_duration` replaces job d's run time in seconds."""
-    data = spec.load(EXAMPLES / "slurm-backfill.yaml").model_dump(mode="json", by_alias=True, exclude_unset=True)
+    text = (EXAMPLES / "slurm-backfill.yaml").read_text(encoding="utf-8")
+    scenario = spec.loads(text, source="examples/slurm-backfill.yaml")
+    data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
     data["scheduler"] = {"policy": policy}
     if d_duration is not None:
         next(j for j in data["jobs"] if j["name"] == "d")["duration"] = d_duration

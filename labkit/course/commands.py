@@ -1,4 +1,4 @@
-"""`labkit course build|check` and `labkit grade`."""
+"""`labkit course build|check|site` and `labkit grade`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from ..errors import LabkitError
 def cmd_course(args: argparse.Namespace) -> int:
     from . import notebooks
 
+    if args.action == "site":
+        return cmd_site(args)
     solutions, labs = Path(args.solutions), Path(args.labs)
     if not notebooks.chapters(solutions):
         raise LabkitError(f"no chapter sources solutions/chNN_*.ipynb in {solutions}")
@@ -26,6 +28,16 @@ def cmd_course(args: argparse.Namespace) -> int:
         print(line)
     print(f"{len(problems)} lab(s) stale" if problems else "labs up to date")
     return 1 if problems else 0
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    from . import site
+
+    if args.output is None:
+        raise LabkitError("labkit course site: give the site's folder with -o DIR")
+    pages = site.build(Path(args.solutions), Path(args.output), args.lab_url)
+    print(f"wrote {len(pages)} chapter page(s); open {Path(args.output) / 'index.html'}")
+    return 0
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
@@ -51,10 +63,14 @@ def register(sub) -> None:
     """Add `course` and `grade` to the labkit command."""
     p = sub.add_parser("course", help="build the student labs from solutions/, or check they are current",
                        description="build: write labs/ from solutions/ (answers -> placeholders, no outputs); "
-                                   "check: exit 1 when a lab is missing or stale")
-    p.add_argument("action", choices=["build", "check"])
+                                   "check: exit 1 when a lab is missing or stale; "
+                                   "site: render the chapters to a static, offline site in -o DIR")
+    p.add_argument("action", choices=["build", "check", "site"])
     p.add_argument("--solutions", default="solutions", help="chapter sources (default: solutions)")
     p.add_argument("--labs", default="labs", help="generated labs (default: labs)")
+    p.add_argument("-o", "--output", help="site: the folder to write (new, empty, or an earlier site)")
+    p.add_argument("--lab-url", help="site: link each chapter to URL/chNN_*.ipynb (e.g. a JupyterLab's "
+                                     "http://127.0.0.1:8888/lab/tree/labs) instead of shipping the lab in the site")
     p.set_defaults(func=cmd_course)
     g = sub.add_parser("grade", help="grade a folder of student notebooks with nbval; per-check CSV and junit XML",
                        description="merge each SUBMISSIONS/<student>/chNN_*.ipynb's answer cells into the "

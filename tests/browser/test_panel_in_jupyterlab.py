@@ -10,34 +10,20 @@ import math
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse
 
+import chromium
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 NOTEBOOK = Path(__file__).with_name("panel.ipynb")
 START_TIMEOUT = 90.0
 STEP_TIMEOUT_MS = 60_000
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (.ci/run installs it)")
-if not CHROMIUM.exists():
-    pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (.ci/run: apt-get install chromium)",
-                allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sync_api = chromium.sync_api()
 
 
 @pytest.fixture
@@ -51,7 +37,7 @@ def jupyterlab(tmp_path):
     # no news/update pop-up over the notebook (and no request for them)
     (config / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
-    port, token = _free_port(), os.urandom(16).hex()
+    port, token = chromium.free_port(), os.urandom(16).hex()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
            "IPYTHONDIR": str(tmp_path / "ipython")}
     log = (tmp_path / "jupyterlab.log").open("w")
@@ -75,22 +61,8 @@ def jupyterlab(tmp_path):
                 time.sleep(0.5)
         yield f"{base}/lab?token={token}"
     finally:
-        _stop(server)
+        chromium.stop(server)
         log.close()
-
-
-def _stop(server: subprocess.Popen) -> None:
-    """SIGTERM the server's process group (kernels included), SIGKILL if it lingers."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(server.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            server.wait(timeout=15)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _run_all(page, chart) -> None:
@@ -113,19 +85,10 @@ def _run_all(page, chart) -> None:
 
 
 def test_slider_reruns_the_engine_and_redraws(jupyterlab, tmp_path):
-    refused: list[str] = []
-
-    def local_only(route):
-        host = urlparse(route.request.url).hostname
-        if host in ("127.0.0.1", "localhost") or route.request.url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:
-            refused.append(route.request.url)
-            route.abort()
-
+    local_only = chromium.LocalOnly()
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=str(CHROMIUM), headless=True, args=FLAGS,
+            str(tmp_path / "profile"), executable_path=str(chromium.CHROMIUM), headless=True, args=chromium.FLAGS,
             viewport={"width": 1500, "height": 1100})
         try:
             browser.route("**/*", local_only)
@@ -163,4 +126,4 @@ def test_slider_reruns_the_engine_and_redraws(jupyterlab, tmp_path):
     print(f"screenshots: {tmp_path / 'panel-before.png'} {tmp_path / 'panel.png'}")
     assert slider_value.strip() == "12"
     assert after_table != before_table
-    assert not refused, f"the page asked for hosts other than 127.0.0.1: {refused}"
+    assert not local_only.refused, f"the page asked for hosts other than 127.0.0.1: {local_only.refused}"

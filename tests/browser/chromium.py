@@ -1,0 +1,63 @@
+"""What the browser tests share: Debian's chromium driven by Playwright (never a browser download), a
+router that records every request and refuses any that leaves the machine, loopback servers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def sync_api():
+    """playwright.sync_api, or skip the calling test module saying what is missing."""
+    api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (.ci/run installs it)")
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (.ci/run: apt-get install chromium)",
+                    allow_module_level=True)
+    return api
+
+
+class LocalOnly:
+    """A Playwright route handler: every request is recorded; one to a host other than the loopback is refused."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        self.refused: list[str] = []
+
+    def __call__(self, route) -> None:
+        url = route.request.url
+        self.requests.append(url)
+        if urlparse(url).hostname in ("127.0.0.1", "localhost") or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            self.refused.append(url)
+            route.abort()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop(server: subprocess.Popen) -> None:
+    """SIGTERM the server's process group (kernels included), SIGKILL if it lingers."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(server.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            server.wait(timeout=15)
+            return
+        except subprocess.TimeoutExpired:
+            continue
