@@ -82,4 +82,6 @@ def gang_pair(min_available: int | None = None, workers: int = 2) -> Scenario:
         data["cluster"]["pools"][0]["count"] = int(workers)
         for job in data["jobs"]:
             job["tasks"][0]["replicas"] = int(workers)
-    return _edit(cases.gang_pair(min_available), edit)
+            if min_available is not None:
+                job["tasks"][0]["minAvailable"] = int(min_available)
+    return _edit(cases.gang_pair(), edit)

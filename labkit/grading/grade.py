@@ -101,6 +101,20 @@ def _read_regular(path: Path, limit: int) -> bytes:
         return f.read(limit)
 
 
+def _notebook(data: bytes) -> tuple[nbformat.NotebookNode | None, str | None]:
+    """A submitted file as a notebook (sources joined into strings), or why it is not one."""
+    try:
+        raw = json.loads(data)
+    except ValueError as err:
+        return None, f"not JSON ({err})"
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list) or raw.get("nbformat") != 4:
+        return None, "not a notebook (no nbformat 4 cells)"
+    try:
+        return nbformat.reads(json.dumps(raw), as_version=4), None
+    except Exception as err:  # nbformat raises several types on a malformed notebook; each means "not a notebook"
+        return None, f"not a notebook ({type(err).__name__})"
+
+
 def _chapter_of(nb: dict | None, name: str) -> int | None:
     meta = (nb or {}).get("metadata", {}).get("labkit", {}) if isinstance(nb, dict) else {}
     if isinstance(meta, dict) and isinstance(meta.get("chapter"), int):
@@ -146,13 +160,7 @@ def collect(folder: Path, index: int, refs: dict[int, Reference]) -> Student:
             if total <= MAX_FOLDER_BYTES:
                 student.files[entry.name] = data
             continue
-        nb, problem = None, None
-        try:
-            nb = json.loads(data)
-            if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list) or nb.get("nbformat") != 4:
-                nb, problem = None, "not a notebook (no nbformat 4 cells)"
-        except ValueError as err:
-            problem = f"not JSON ({err})"
+        nb, problem = _notebook(data)
         chapter = _chapter_of(nb, entry.name)
         if chapter is None or chapter not in refs:
             _warn(f"{student.name}: {entry.name}: " + (problem or "no chapter with graded checks matches it"))
@@ -174,7 +182,7 @@ def collect(folder: Path, index: int, refs: dict[int, Reference]) -> Student:
             sub.problem = (f"提交的 {name} 无法读取为笔记本", "bad-notebook")
         else:
             try:
-                submitted = nbformat.from_dict(nb)
+                submitted = nb
                 sub.merged = merge(ref.nb, submitted)
                 sub.answers_code = {qid: c.source for c in submitted.cells if (qid := tagged(c, ANSWER_TAG))}
             except (AttributeError, KeyError, TypeError) as err:
@@ -266,7 +274,7 @@ def grader_notebook(student: Student) -> tuple[nbformat.NotebookNode, list[tuple
     order = []
     for chapter, sub in sorted(student.chapters.items()):
         for qid in sub.reference.checks:
-            cell = nbformat.v4.new_code_cell(f'check("{qid}", answers["{qid}"])')
+            cell = nbformat.v4.new_code_cell(f'check("{qid}", answers["{qid}"])', execution_count=len(nb.cells) + 1)
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{qid}: 正确\n")]
             order.append((len(nb.cells), qid))
             nb.cells.append(cell)
@@ -321,18 +329,11 @@ def _grade_student(student: Student, tmp: Path, limits: sandbox.Limits, sandboxe
         run = sandbox.run(work, f"ch{chapter:02d}.ipynb", student.name, limits, _uid(student, sandboxed), sandboxed)
         sub.entries = extract(sub.merged, run, limits)
         if run.notebook is not None:
-            sub.merged = nbformat.from_dict(run.notebook) if _plausible(run.notebook) else sub.merged
+            ran, _ = _notebook(json.dumps(run.notebook).encode())
+            sub.merged = ran or sub.merged
     grader = tmp / "grader" / str(student.index)
     grader.mkdir(parents=True)
     return nbval_verdicts(student, grader)
-
-
-def _plausible(nb: dict) -> bool:
-    try:
-        nbformat.validate(nbformat.from_dict(nb))
-    except Exception:  # the run's notebook is the student's data: any defect means "keep the merged one"
-        return False
-    return True
 
 
 def grade(submissions: Path, solutions: Path, out: Path, limits: sandbox.Limits | None = None, sandboxed: bool = True,

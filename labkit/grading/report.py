@@ -22,7 +22,7 @@ from .keys import CHECKS
 COLUMNS = ["student", "chapter", "check", "verdict", "points", "reason"]
 OUTPUTS = ("grades.csv", "gradebook.csv", "junit.xml", "feedback")
 VERDICT_ZH = {"passed": "通过", "failed": "未通过", "missing": "未提交"}
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_ANSI = re.compile(r"(?:\x1b|#x1B)\[[0-9;]*[A-Za-z]")
 
 
 def claim(out: Path, force: bool) -> None:

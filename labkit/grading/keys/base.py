@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...course import variants
+from ...errors import LabkitError
 from ..answers import Unusable, Verdict, answered
 
 
@@ -47,7 +48,7 @@ def judge(qid: str, value: Any, student: str = "") -> Verdict:
         ok, why = check.fn(*args)
     except Unusable as err:
         return Verdict(qid, False, str(err), "wrong-type")
-    except (TypeError, ValueError, KeyError, IndexError) as err:
+    except (TypeError, ValueError, KeyError, IndexError, LabkitError) as err:
         return Verdict(qid, False, f"无法使用这个答案：{err}", "wrong-type")
     return Verdict(qid, True) if ok else Verdict(qid, False, why, "wrong")
 
