@@ -102,7 +102,7 @@ def test_variants_default_and_per_student(monkeypatch):
     monkeypatch.delenv(variants.ENV, raising=False)
     assert variants.params(5, "") == {"workers": variants.OPTIONS[5]["workers"][0]}
     assert variants.params(4, "s001") == variants.params(4, "s001")  # stable
-    one, two = _ids_with_different(5, "workers")
+    _, two = _ids_with_different(5, "workers")
     monkeypatch.setenv(variants.ENV, two)
     assert variants.student("typed-id") == two  # the grader's id (environment) wins over the typed one
     monkeypatch.delenv(variants.ENV)

@@ -9,7 +9,7 @@
 3. Each merged notebook runs in the sandbox (`sandbox.run`); each check cell hands its answer out as
    plain data. What did not come out gets its reason: not answered, the cell's error, the kernel's
    crash, a timeout.
-4. Per student, the grader's notebook (`judge`) runs under nbval in the grader's kernel: one cell per
+4. The grader's notebook (`judge`) runs under nbval in the grader's kernel: one cell per student and
    check, the reference's ``正确`` line stored. nbval's verdict per cell is the check's verdict.
 """
 
@@ -22,7 +22,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +32,7 @@ from ..course.notebooks import chapters as chapter_sources
 from ..course.notebooks import strip_solutions
 from ..errors import LabkitError
 from . import ANSWER_TAG, CHECK_TAG, report, sandbox, tagged
-from .answers import MIME, MAX_ANSWER_BYTES
-from .keys import CHECKS
+from .answers import MAX_ANSWER_BYTES, MIME
 
 STUDENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 CHAPTER_IN_NAME = re.compile(r"ch(?:apter)?[ _-]?0*(\d{1,2})(?!\d)", re.IGNORECASE)
@@ -111,7 +109,7 @@ def _notebook(data: bytes) -> tuple[nbformat.NotebookNode | None, str | None]:
         return None, "not a notebook (no nbformat 4 cells)"
     try:
         return nbformat.reads(json.dumps(raw), as_version=4), None
-    except Exception as err:  # nbformat raises several types on a malformed notebook; each means "not a notebook"
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
         return None, f"not a notebook ({type(err).__name__})"
 
 
@@ -171,7 +169,7 @@ def collect(folder: Path, index: int, refs: dict[int, Reference]) -> Student:
     for chapter, found in sorted(candidates.items()):
         ref = refs[chapter]
         found.sort(key=lambda c: (c[0], c[1]))
-        mtime, name, nb, problem = found[-1]
+        _, name, nb, problem = found[-1]
         if len(found) > 1:
             _warn(f"{student.name}: {len(found)} notebooks for chapter {chapter} "
                   f"({', '.join(c[1] for c in found)}): grading the newer, {name}")
@@ -265,28 +263,29 @@ def extract(merged: nbformat.NotebookNode, run: sandbox.Run, limits: sandbox.Lim
 # ------------------------------------------------------------------------------ the grader's nbval run
 
 
-def grader_notebook(student: Student) -> tuple[nbformat.NotebookNode, list[tuple[int, str]]]:
-    """Setup cell, then one cell per check of every chapter run, each storing the reference's `正确` line."""
+def grader_notebook(students: list[Student]) -> tuple[nbformat.NotebookNode, list[tuple[int, str, str]]]:
+    """Setup cell, then one cell per student and check, each storing the reference's `正确` line."""
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells.append(nbformat.v4.new_code_cell('from labkit.grading.judge import load\n\n'
                                               'answers, check = load("answers.json")'))
     order = []
-    for chapter, sub in sorted(student.chapters.items()):
-        for qid in sub.reference.checks:
-            cell = nbformat.v4.new_code_cell(f'check("{qid}", answers["{qid}"])', execution_count=len(nb.cells) + 1)
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{qid}: 正确\n")]
-            order.append((len(nb.cells), qid))
-            nb.cells.append(cell)
+    for student in students:
+        for chapter, sub in sorted(student.chapters.items()):
+            for qid in sub.reference.checks:
+                source = f"check({json.dumps(student.name)}, {json.dumps(qid)}, answers[{json.dumps(student.name)}][{json.dumps(qid)}])"
+                cell = nbformat.v4.new_code_cell(source, execution_count=len(nb.cells) + 1)
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"{qid}: 正确\n")]
+                order.append((len(nb.cells), student.name, qid))
+                nb.cells.append(cell)
     return nb, order
 
 
-def nbval_verdicts(student: Student, folder: Path) -> dict[str, dict]:
-    """Run the student's grader notebook under nbval; per check: passed (nbval's verdict), points, reason, code."""
-    nb, order = grader_notebook(student)
-    entries = {qid: e for sub in student.chapters.values() for qid, e in sub.entries.items()}
-    (folder / "answers.json").write_text(json.dumps({"student": student.name, "answers": entries},
-                                                    ensure_ascii=False), encoding="utf-8")
+def nbval_verdicts(students: list[Student], folder: Path) -> dict[tuple[str, str], dict]:
+    """Run the grader's notebook under nbval; per (student, check): passed (nbval's verdict), points, reason, code."""
+    nb, order = grader_notebook(students)
+    entries = {s.name: {qid: e for sub in s.chapters.values() for qid, e in sub.entries.items()} for s in students}
+    (folder / "answers.json").write_text(json.dumps(entries, ensure_ascii=False), encoding="utf-8")
     nbformat.write(nb, folder / "grader.ipynb")
     (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_GRADING", "LABKIT_STUDENT", "PYTEST_ADDOPTS")}
@@ -298,18 +297,19 @@ def nbval_verdicts(student: Student, folder: Path) -> dict[str, dict]:
     if (folder / "verdicts.jsonl").exists():
         for line in (folder / "verdicts.jsonl").read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
-            records[record["qid"]] = record
+            records[record["student"], record["qid"]] = record
     results = {}
-    for cell, qid in order:
+    for cell, student, qid in order:
         passed, message = outcome.get(cell, (False, "nbval 没有运行这个单元"))
-        record = records.get(qid)
+        record = records.get((student, qid))
         if passed and record and record["passed"]:
-            results[qid] = {"verdict": "passed", "points": record["points"], "reason": "", "code": "ok"}
+            results[student, qid] = {"verdict": "passed", "points": record["points"], "reason": "", "code": "ok"}
         elif record and not record["passed"]:
-            results[qid] = {"verdict": "failed", "points": 0, "reason": record["reason"], "code": record["code"]}
+            results[student, qid] = {"verdict": "failed", "points": 0, "reason": record["reason"],
+                                     "code": record["code"]}
         else:
-            results[qid] = {"verdict": "failed", "points": 0, "reason": f"评分程序出错：{message[:200]}",
-                            "code": "grader-error"}
+            results[student, qid] = {"verdict": "failed", "points": 0, "reason": f"评分程序出错：{message[:200]}",
+                                     "code": "grader-error"}
     return results
 
 
@@ -320,7 +320,7 @@ def _uid(student: Student, sandboxed: bool) -> int | None:
     return sandbox.UID_BASE + student.index if sandboxed and os.geteuid() == 0 else None
 
 
-def _grade_student(student: Student, tmp: Path, limits: sandbox.Limits, sandboxed: bool) -> dict[str, dict]:
+def _run_student(student: Student, tmp: Path, limits: sandbox.Limits, sandboxed: bool) -> None:
     work = tmp / "work" / str(student.index)
     for chapter, sub in sorted(student.chapters.items()):
         if sub.merged is None:
@@ -331,9 +331,6 @@ def _grade_student(student: Student, tmp: Path, limits: sandbox.Limits, sandboxe
         if run.notebook is not None:
             ran, _ = _notebook(json.dumps(run.notebook).encode())
             sub.merged = ran or sub.merged
-    grader = tmp / "grader" / str(student.index)
-    grader.mkdir(parents=True)
-    return nbval_verdicts(student, grader)
 
 
 def grade(submissions: Path, solutions: Path, out: Path, limits: sandbox.Limits | None = None, sandboxed: bool = True,
@@ -374,18 +371,20 @@ def grade(submissions: Path, solutions: Path, out: Path, limits: sandbox.Limits 
                     nbformat.write(sub.merged, work / f"ch{chapter:02d}.ipynb")
             sandbox.prepare(work, _uid(student, sandboxed))
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            results = list(pool.map(lambda s: _grade_student(s, tmp, limits, sandboxed), students))
+            list(pool.map(lambda s: _run_student(s, tmp, limits, sandboxed), students))
+        (tmp / "grader").mkdir()
+        results = nbval_verdicts(students, tmp / "grader")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     rows = []
-    for student, result in zip(students, results):
+    for student in students:
         for chapter in wanted:
             sub = student.chapters.get(chapter)
             for qid in refs[chapter].checks:
                 if sub is None:
                     rows.append(report.row(student.name, chapter, qid, "missing", 0, "没有提交这一章的笔记本", "missing"))
                 else:
-                    r = result[qid]
+                    r = results[student.name, qid]
                     rows.append(report.row(student.name, chapter, qid, r["verdict"], r["points"], r["reason"], r["code"]))
     report.write(out, rows, students, refs, wanted)
     return rows

@@ -1,6 +1,6 @@
 """Inside the sandbox: run one notebook cell by cell in its own kernel, saving it after every cell.
 
-``python -m labkit.grading.runner IN OUT --cell-timeout S --notebook-timeout S --memory BYTES --nproc N``
+``python runner.py IN OUT --cell-timeout S --notebook-timeout S --memory BYTES --nproc N``
 sets hard resource limits (the kernel inherits them, no cell can raise them), executes IN and writes
 OUT after each cell with ``metadata.labkit_run`` = {"cell": index reached, "stopped": code or null,
 "detail": text}. The grader reads OUT whatever happens: a crash, a timeout or a kill still leaves
@@ -67,7 +67,7 @@ def run(src: str, dst: str, cell_timeout: float, notebook_timeout: float) -> dic
                 _save(nb, dst, status)
             else:
                 status["cell"] = len(nb.cells)
-    except Exception as err:  # the kernel would not start, or the client broke: a verdict, not a traceback
+    except (RuntimeError, OSError, ValueError) as err:  # the kernel would not start: a verdict, not a traceback
         status.update(stopped=status["stopped"] or "sandbox-error", detail=f"{type(err).__name__}: {err}"[:300])
     _save(nb, dst, status)
     return status

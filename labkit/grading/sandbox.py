@@ -24,6 +24,7 @@ from pathlib import Path
 
 import labkit
 
+from ..course import cases
 from ..errors import LabkitError
 
 BWRAP, SETPRIV = "bwrap", "setpriv"
@@ -95,6 +96,8 @@ def _bindings() -> list[str]:
     prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     own = [str(p) for p in sorted(prefixes) if not str(p).startswith(("/usr/", "/bin/", "/lib")) and p != Path("/usr")]
     package = str(_package_root())
+    if cases.EXAMPLES.is_dir() and not cases.EXAMPLES.resolve().is_relative_to(package):
+        own.append(str(cases.EXAMPLES.resolve()))
     args += _parents([*own, package, HOME])
     for path in own:
         args += ["--ro-bind", path, path]
@@ -140,7 +143,7 @@ def prepare(work: Path, uid: int | None) -> None:
 def command(work: Path, notebook: str, student: str, limits: Limits, uid: int | None, sandbox: bool) -> list[str]:
     """The argv that runs `notebook` (a file in `work`) under the runner, in the sandbox or not."""
     home = HOME if sandbox else str(work)
-    runner = [sys.executable, "-m", "labkit.grading.runner", f"{home}/{notebook}", f"{home}/{notebook}.run",
+    runner = [sys.executable, "-P", str(Path(__file__).with_name("runner.py")), f"{home}/{notebook}", f"{home}/{notebook}.run",
               "--cell-timeout", str(limits.cell), "--notebook-timeout", str(limits.notebook),
               "--memory", str(limits.memory), "--nproc", str(limits.nproc)]
     env = {"HOME": home, "TMPDIR": f"{home}/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
