@@ -161,7 +161,7 @@ def test_right_passes_every_check_unanswered_none_wrong_exactly_the_wrong(graded
     right, _ = graded["ids"]
     assert graded["code"] == 0
     assert set(_verdicts(graded, right).values()) == {"passed"}
-    assert set(_verdicts(graded, "unanswered").values()) == {"failed"}
+    assert {v for q, v in _verdicts(graded, "unanswered").items() if q[:4] == "ch05"} == {"failed"}
     assert {r["reason"] for (s, q), r in graded["rows"].items() if s == "unanswered" and q[:4] == "ch05"} == \
         {"未作答 [not-answered]"}
     wrong = _verdicts(graded, "wrong")
@@ -291,3 +291,19 @@ def test_bad_limits_are_one_line(tmp_path, capsys):
     (tmp_path / "subs").mkdir()
     assert main(["grade", str(tmp_path / "subs"), "--memory", "lots", "--no-sandbox"]) == 2
     assert "--memory" in capsys.readouterr().err
+
+
+def test_no_sandbox_still_judges_outside_the_kernel(tmp_path, capsys):
+    solutions, subs = tmp_path / "solutions", tmp_path / "subs"
+    solutions.mkdir()
+    nbformat.write(_trimmed(CH05), solutions / f"{CH05}.ipynb")
+    _write(subs, "s001", f"{CH05}.ipynb", _lab(solutions, CH05, keep_solution=True))
+    _write(subs, "cheat", f"{CH05}.ipynb", _lab(solutions, CH05, {
+        "ch05.q1": 'idle_held_gpus = 0\n\n\ndef check(qid, answer):\n    print(f"{qid}: 正确")'}))
+    out = tmp_path / "out"
+    assert main(["grade", str(subs), "--solutions", str(solutions), "-o", str(out), "--no-sandbox",
+                 "--cell-timeout", "20", "--notebook-timeout", "60"]) == 0
+    assert "--no-sandbox: student code runs with your own rights" in capsys.readouterr().err
+    rows = {(r["student"], r["check"]): r for r in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    assert {r["verdict"] for (s, _), r in rows.items() if s == "s001"} == {"passed"}
+    assert {r["verdict"] for (s, _), r in rows.items() if s == "cheat"} == {"failed"}
