@@ -307,3 +307,26 @@ def test_no_sandbox_still_judges_outside_the_kernel(tmp_path, capsys):
     rows = {(r["student"], r["check"]): r for r in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
     assert {r["verdict"] for (s, _), r in rows.items() if s == "s001"} == {"passed"}
     assert {r["verdict"] for (s, _), r in rows.items() if s == "cheat"} == {"failed"}
+
+
+@needs_bwrap
+def test_sandbox_confines_a_notebook_and_stops_it_at_the_notebook_limit(tmp_path):
+    secret = tmp_path / "secret.txt"  # a host file next to the work copy: invisible inside
+    secret.write_text("s", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    cells = ["import os\nprint(os.getuid(), os.getcwd(), os.path.exists({secret!r}))",
+             "import labkit.grading.keys as k\nprint(hasattr(k, 'CHECKS'))",
+             "open('mine.txt', 'w').write('ok')\nprint(open('/tmp/t', 'w').write('t'))",
+             "import time\ntime.sleep(4)", "time.sleep(4)", "print('never')"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.format(secret=str(secret))) for c in cells])
+    nbformat.write(nb, work / "t.ipynb")
+    uid = sandbox.UID_BASE + 999 if os.geteuid() == 0 else None
+    sandbox.prepare(work, uid)
+    run = sandbox.run(work, "t.ipynb", "s001", sandbox.Limits(cell=10, notebook=6), uid, True)
+    outs = ["".join(o.get("text", "")) for c in run.notebook["cells"] for o in c["outputs"]]
+    uid_seen, cwd, seen = outs[0].split()
+    assert uid_seen != "0" and cwd == sandbox.HOME and seen == "False"
+    assert outs[1] == "False\n"  # the answer key is an empty folder there
+    assert (work / "mine.txt").read_text(encoding="utf-8") == "ok" and (work / "tmp" / "t").exists()
+    assert run.stopped == "notebook-timeout" and "never\n" not in outs

@@ -10,6 +10,7 @@ the cells before it.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import sys
@@ -39,13 +40,13 @@ def _save(nb, path: str, status: dict) -> None:
 
 def run(src: str, dst: str, cell_timeout: float, notebook_timeout: float) -> dict:
     nb = nbformat.read(src, as_version=4)
-    deadline = time.monotonic() + notebook_timeout
     status: dict = {"cell": -1, "stopped": None, "detail": ""}
-    client = NotebookClient(nb, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
+    client = NotebookClient(nb, timeout=math.ceil(cell_timeout), kernel_name="python3", allow_errors=True,
                             startup_timeout=min(60, notebook_timeout), resources={"metadata": {"path": os.getcwd()}})
     _save(nb, dst, status)
     try:
         with client.setup_kernel():
+            deadline = time.monotonic() + notebook_timeout  # the student's time starts with a ready kernel
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
@@ -53,13 +54,14 @@ def run(src: str, dst: str, cell_timeout: float, notebook_timeout: float) -> dic
                 if left <= 0:
                     status.update(stopped="notebook-timeout", cell=index)
                     break
-                client.timeout = max(1, min(cell_timeout, left))
+                by_cell = cell_timeout <= left
+                client.timeout = max(1, math.ceil(min(cell_timeout, left)))
                 status["cell"] = index
                 _save(nb, dst, status)
                 try:
                     client.execute_cell(cell, index)
                 except CellTimeoutError:
-                    status["stopped"] = "cell-timeout" if client.timeout >= cell_timeout else "notebook-timeout"
+                    status["stopped"] = "cell-timeout" if by_cell else "notebook-timeout"
                     break
                 except DeadKernelError as err:
                     status.update(stopped="kernel-died", detail=str(err)[:200])
