@@ -180,13 +180,13 @@ def test_each_student_judged_on_their_own_variant(graded):
 @pytest.mark.parametrize(("student", "code"), [
     ("redefine", "no-answer"), ("clearlabkit", "answer-error"), ("keyimport", "answer-error"), ("fakesim", "wrong"),
     ("outside", "wrong"), ("socket", "answer-error"), ("osexit", "kernel-died"), ("loop", "cell-timeout"),
-    ("memory", "memory-limit"), ("forkbomb", "wrong"),
+    ("memory", "memory-limit"), ("forkbomb", "wrong|cell-timeout"),  # forks until RLIMIT_NPROC, within the cell limit or not
 ])
 def test_tampering_fails_its_checks_with_a_reason(graded, student, code):
     mine = {q: r for (s, q), r in graded["rows"].items() if s == student and q.startswith("ch05")}
     assert {r["verdict"] for r in mine.values()} == {"failed"}
     assert all(r["reason"] for r in mine.values())
-    assert mine["ch05.q1"]["reason"].endswith(f"[{code}]"), mine["ch05.q1"]["reason"]
+    assert mine["ch05.q1"]["reason"].rsplit("[", 1)[1].rstrip("]") in code.split("|"), mine["ch05.q1"]["reason"]
     if code in ("kernel-died", "cell-timeout"):  # what the crash cut off fails with the crash's reason
         assert all(r["reason"].endswith(f"[{code}]") for r in mine.values())
 

@@ -71,7 +71,7 @@ def encode(value: Any) -> str:
     return text
 
 
-# ------------------------------------------------------------------ type and shape, with the exercise's tolerance
+# ------------------------------------------------ type and shape; integers compared exactly, never truncated
 
 
 def integer(value: Any, what: str = "一个整数") -> int:
@@ -81,18 +81,6 @@ def integer(value: Any, what: str = "一个整数") -> int:
     if value != int(value):
         raise Unusable(f"应为{what}，而不是 {value:g}")
     return int(value)
-
-
-def number(value: Any, what: str = "一个数") -> float:
-    """A real-number answer (compare it with `close`)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise Unusable(f"应为{what}")
-    return float(value)
-
-
-def close(value: float, expected: float, tolerance: float) -> bool:
-    """Within the tolerance the exercise states (absolute)."""
-    return abs(value - expected) <= tolerance
 
 
 def names(value: Any, what: str = "作业名列表") -> list[str]:

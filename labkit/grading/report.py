@@ -16,6 +16,7 @@ import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..course import variants
 from ..errors import LabkitError
 from .keys import CHECKS
 
@@ -121,6 +122,9 @@ def _feedback(student, chapter: int, ref, rows: list[dict[str, str]]) -> str:
             f"<td>{VERDICT_ZH[r['verdict']]}</td><td>{r['points']} / {CHECKS[qid].points}</td>"
             f"<td>{html.escape(r['reason'])}</td></tr>")
     source = f"（提交的文件：{html.escape(sub.source)}）" if sub and sub.source else ""
+    params = variants.params(chapter, student.name)
+    if params:
+        source += "　你的练习参数（由学号决定）：" + html.escape(", ".join(f"{k} = {v}" for k, v in params.items()))
     return f"""<!DOCTYPE html>
 <html lang="zh-CN"><head><meta charset="utf-8"><title>{html.escape(student.name)} · 第 {chapter} 章 评分反馈</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
