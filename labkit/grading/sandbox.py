@@ -22,8 +22,6 @@ import sys
 import threading
 from pathlib import Path
 
-import labkit
-
 from ..course import cases
 from ..errors import LabkitError
 
@@ -68,7 +66,8 @@ def require() -> None:
 
 
 def _package_root() -> Path:
-    return Path(labkit.__file__).resolve().parent
+    """The labkit package folder this grader runs from (the sandbox gets the same code)."""
+    return Path(__file__).resolve().parents[1]
 
 
 def _parents(targets: list[str]) -> list[str]:
