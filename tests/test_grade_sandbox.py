@@ -330,3 +330,10 @@ def test_sandbox_confines_a_notebook_and_stops_it_at_the_notebook_limit(tmp_path
     assert outs[1] == "False\n"  # the answer key is an empty folder there
     assert (work / "mine.txt").read_text(encoding="utf-8") == "ok" and (work / "tmp" / "t").exists()
     assert run.stopped == "notebook-timeout" and "never\n" not in outs
+
+
+def test_student_folder_names():
+    from labkit.grading.grade import STUDENT_NAME
+
+    assert all(STUDENT_NAME.fullmatch(n) for n in ("s001", "张三", "li.si@uni", "2024_01"))
+    assert not any(STUDENT_NAME.fullmatch(n) for n in ("..x", "-rf", "a b", "_x", "x\n", ".hidden", "x" * 65))

@@ -34,7 +34,8 @@ from ..errors import LabkitError
 from . import ANSWER_TAG, CHECK_TAG, report, sandbox, tagged
 from .answers import MAX_ANSWER_BYTES, MIME
 
-STUDENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+STUDENT_NAME = re.compile(r"[^\W_][\w.@-]{0,63}")
+"""A student folder's name: the student id (letters, digits, . _ @ -; Chinese names too), never .., -x or a path."""
 CHAPTER_IN_NAME = re.compile(r"ch(?:apter)?[ _-]?0*(\d{1,2})(?!\d)", re.IGNORECASE)
 MAX_FILE_BYTES, MAX_FOLDER_BYTES = 20 * 1024 * 1024, 100 * 1024 * 1024
 NBVAL_CELL_TIMEOUT = 900
@@ -345,7 +346,7 @@ def grade(submissions: Path, solutions: Path, out: Path, limits: sandbox.Limits 
     report.claim(out, force)
     students = []
     for entry in sorted(submissions.iterdir(), key=lambda p: p.name):
-        if not STUDENT_NAME.match(entry.name) or entry.is_symlink():
+        if not STUDENT_NAME.fullmatch(entry.name) or entry.is_symlink():
             _warn(f"{entry.name!r}: not graded: a student folder is a plain folder named with letters, "
                   "digits and . _ @ - (the name is the student id)")
             continue
