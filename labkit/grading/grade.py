@@ -155,6 +155,9 @@ def collect(folder: Path, index: int, refs: dict[int, Reference]) -> Student:
             _warn(f"{student.name}: {entry.name}: not read ({err})")
             continue
         if not entry.name.lower().endswith(".ipynb"):
+            if entry.name == "tmp" or entry.name.endswith(".run"):
+                _warn(f"{student.name}: {entry.name}: a name the grader's run uses, not copied")
+                continue
             total += len(data)
             if total <= MAX_FOLDER_BYTES:
                 student.files[entry.name] = data
