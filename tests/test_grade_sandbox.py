@@ -337,3 +337,11 @@ def test_student_folder_names():
 
     assert all(STUDENT_NAME.fullmatch(n) for n in ("s001", "张三", "li.si@uni", "2024_01"))
     assert not any(STUDENT_NAME.fullmatch(n) for n in ("..x", "-rf", "a b", "_x", "x\n", ".hidden", "x" * 65))
+
+
+def test_a_bubblewrap_that_cannot_sandbox_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sandbox, "BWRAP", "false")  # installed, but fails as bwrap does without user namespaces
+    (tmp_path / "subs").mkdir()
+    assert main(["grade", str(tmp_path / "subs"), "--solutions", str(ROOT / "solutions"), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot make a sandbox here" in err and "--no-sandbox" in err and not (tmp_path / "o").exists()

@@ -59,10 +59,17 @@ def available() -> bool:
 
 
 def require() -> None:
-    """Refuse, in one line, where bubblewrap is missing."""
+    """Refuse, in one line, where bubblewrap is missing or cannot make its namespaces (e.g. a locked-down container)."""
     if not available():
         raise LabkitError("bubblewrap (bwrap) is not installed, so student code cannot be confined: install it "
                           "(Debian/Ubuntu: apt-get install bubblewrap) or pass --no-sandbox to run it with your own rights")
+    user = ["--unshare-user"] if os.geteuid() != 0 else []
+    probe = subprocess.run([BWRAP, *user, "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/", "--", "true"],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        why = (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1]
+        raise LabkitError(f"bubblewrap cannot make a sandbox here ({why}); allow user namespaces, or pass "
+                          "--no-sandbox to run student code with your own rights")
 
 
 def _package_root() -> Path:
