@@ -62,7 +62,8 @@ def test_shipped_labs_are_current():
 
 
 def test_every_chapter_has_checks_and_answers():
-    from labkit.grading import CHECKS, check_cells
+    from labkit.grading import check_cells
+    from labkit.grading.keys import CHECKS
 
     for path in notebooks.chapters(ROOT / "solutions"):
         nb = nbformat.read(path, as_version=4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -41,21 +42,25 @@ def cmd_site(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from ..grading import grade
+    from ..grading import grade, sandbox
 
     submissions = Path(args.submissions)
     if not submissions.is_dir():
         raise LabkitError(f"{submissions}: not a folder of submissions/<student>/chNN_*.ipynb")
+    if args.jobs < 1 or min(args.cell_timeout, args.notebook_timeout) <= 0:
+        raise LabkitError("-j, --cell-timeout and --notebook-timeout must be positive")
+    limits = sandbox.Limits(cell=args.cell_timeout, notebook=args.notebook_timeout,
+                            memory=sandbox.parse_size(args.memory))
+    if args.no_sandbox:
+        print("labkit grade: --no-sandbox: student code runs with your own rights", file=sys.stderr)
     out = Path(args.output)
-    try:
-        rows = grade(submissions, Path(args.solutions), out)
-    except ValueError as err:
-        raise LabkitError(str(err)) from None
-    per_student = Counter(r["student"] for r in rows if r["result"] == "passed")
-    for student in sorted({r["student"] for r in rows}):
-        total = sum(r["student"] == student for r in rows)
-        print(f"{student}: {per_student[student]}/{total} checks passed")
-    print(f"wrote {out / 'grades.csv'} and {out / 'junit.xml'}")
+    rows = grade.grade(submissions, Path(args.solutions), out, limits, sandboxed=not args.no_sandbox,
+                       force=args.force, jobs=args.jobs, only=args.chapter)
+    for student in dict.fromkeys(r["student"] for r in rows):
+        mine = [r for r in rows if r["student"] == student]
+        passed = Counter(r["verdict"] for r in mine)["passed"]
+        print(f"{student}: {passed}/{len(mine)} checks passed, {sum(int(r['points']) for r in mine)} points")
+    print(f"wrote {out / 'grades.csv'}, gradebook.csv, junit.xml and feedback/")
     return 0
 
 
@@ -72,10 +77,21 @@ def register(sub) -> None:
     p.add_argument("--lab-url", help="site: link each chapter to URL/chNN_*.ipynb (e.g. a JupyterLab's "
                                      "http://127.0.0.1:8888/lab/tree/labs) instead of shipping the lab in the site")
     p.set_defaults(func=cmd_course)
-    g = sub.add_parser("grade", help="grade a folder of student notebooks with nbval; per-check CSV and junit XML",
-                       description="merge each SUBMISSIONS/<student>/chNN_*.ipynb's answer cells into the "
-                                   "reference notebook, run it with pytest --nbval-lax, write grades.csv and junit.xml")
+    g = sub.add_parser("grade", help="grade student notebooks: sandboxed runs, verdicts judged by the grader under nbval",
+                       description="run each SUBMISSIONS/<student>/ notebook (its answer cells merged into the "
+                                   "reference) in a bubblewrap sandbox, judge the answers it hands out in the "
+                                   "grader's own nbval run, write grades.csv, gradebook.csv, junit.xml, feedback/")
     g.add_argument("submissions", help="folder with one sub-folder per student")
     g.add_argument("--solutions", default="solutions", help="reference notebooks (default: solutions)")
-    g.add_argument("-o", "--output", default="grades", help="folder for grades.csv, junit.xml, work/ (default: grades)")
+    g.add_argument("-o", "--output", default="grades",
+                   help="folder for grades.csv, gradebook.csv, junit.xml, feedback/ (default: grades)")
+    g.add_argument("--force", action="store_true", help="replace an earlier run's records in the output folder")
+    g.add_argument("-j", "--jobs", type=int, default=1, help="grade N submissions at once (default 1)")
+    g.add_argument("--chapter", type=int, action="append", metavar="N",
+                   help="grade chapter N (repeatable; default: every chapter someone submitted)")
+    g.add_argument("--cell-timeout", type=float, default=60, metavar="S", help="seconds per cell (default 60)")
+    g.add_argument("--notebook-timeout", type=float, default=300, metavar="S", help="seconds per notebook (default 300)")
+    g.add_argument("--memory", default="2G", help="writable memory per notebook, e.g. 2G, 512M (default 2G)")
+    g.add_argument("--no-sandbox", action="store_true",
+                   help="run student code without bubblewrap, with your own rights (verdicts are still the grader's)")
     g.set_defaults(func=cmd_grade)

@@ -1,0 +1,54 @@
+"""The check registry and the judge (the chapters' checks are in chNN.py)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...course import variants
+from ...errors import LabkitError
+from ..answers import Unusable, Verdict, answered
+
+
+@dataclass(frozen=True)
+class Check:
+    qid: str
+    points: int
+    fn: Callable[..., tuple[bool, str]]
+
+    @property
+    def chapter(self) -> int:
+        return int(self.qid[2:4])
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def register(qid: str, points: int = 1) -> Callable:
+    """Declare `fn` as the check of exercise `qid`, worth `points`."""
+    def add(fn: Callable[..., tuple[bool, str]]) -> Callable[..., tuple[bool, str]]:
+        CHECKS[qid] = Check(qid, points, fn)
+        return fn
+    return add
+
+
+def judge(qid: str, value: Any, student: str = "") -> Verdict:
+    """The verdict on plain answer `value` for `student`'s variant of the chapter."""
+    if qid not in CHECKS:
+        raise KeyError(f"no check named {qid!r}; known: {', '.join(sorted(CHECKS))}")
+    check = CHECKS[qid]
+    if not answered(value):
+        return Verdict(qid, False, "未作答", "not-answered")
+    args = [value]
+    if len(inspect.signature(check.fn).parameters) > 1:
+        args.append(variants.params(check.chapter, student))
+    try:
+        ok, why = check.fn(*args)
+    except Unusable as err:
+        return Verdict(qid, False, str(err), "wrong-type")
+    except (TypeError, ValueError, KeyError, IndexError, LabkitError) as err:
+        return Verdict(qid, False, f"无法使用这个答案：{err}", "wrong-type")
+    return Verdict(qid, True) if ok else Verdict(qid, False, why, "wrong")
+

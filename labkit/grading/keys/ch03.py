@@ -1,0 +1,36 @@
+"""Chapter 3's checks: pods refused by the quota, the smallest GPU quota, LimitRange defaults."""
+
+from __future__ import annotations
+
+from ...course import cases
+from ...engine.simulate import simulate
+from ..answers import integer, names
+from .base import register
+
+
+def _forbidden(scenario) -> list[str]:
+    """The pods the API server refused when the vcjob controller created them (the run's FailedCreate)."""
+    events = simulate(scenario).events
+    return list(dict.fromkeys(events[events.kind == "Rejected"].task.str.split("/").str[-1]))
+
+
+@register("ch03.q1", points=1)
+def _forbidden_pods(answer: list[str]) -> tuple[bool, str]:
+    answer = names(answer, "Pod 名列表")
+    expected = _forbidden(cases.quota_burst())
+    return sorted(answer) == sorted(expected), f"被拒绝的 Pod 有 {len(expected)} 个，不是这 {len(answer)} 个"
+
+
+@register("ch03.q2", points=2)
+def _min_gpu_quota(answer: int) -> tuple[bool, str]:
+    quota = integer(answer, "一个整数（GPU 张数）")
+    if _forbidden(cases.quota_burst(gpu_quota=quota)):
+        return False, f"配额 {quota} 仍会拒绝 Pod"
+    return bool(_forbidden(cases.quota_burst(gpu_quota=quota - 1))), "更小的配额也能全部接纳"
+
+
+@register("ch03.q3", points=1)
+def _clean_admitted(answer: int) -> tuple[bool, str]:
+    expected = 2 - sum(pod.startswith("c-clean") for pod in _forbidden(cases.quota_burst(cpu_quota=36)))
+    count = integer(answer, "一个整数（Pod 个数）")
+    return count == expected, "把 LimitRange 的默认值算进已用的 CPU 再数一遍"
