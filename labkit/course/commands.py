@@ -16,7 +16,10 @@ def cmd_course(args: argparse.Namespace) -> int:
     if not notebooks.chapters(solutions):
         raise LabkitError(f"no chapter sources solutions/chNN_*.ipynb in {solutions}")
     if args.action == "build":
-        written = notebooks.build(solutions, labs)
+        try:
+            written = notebooks.build(solutions, labs, force=args.force)
+        except ValueError as err:
+            raise LabkitError(str(err)) from None
         for path in written:
             print(f"wrote {path}")
         print(f"{len(written)} lab(s) written, {len(notebooks.chapters(solutions)) - len(written)} up to date")
@@ -55,6 +58,7 @@ def register(sub) -> None:
     p.add_argument("action", choices=["build", "check"])
     p.add_argument("--solutions", default="solutions", help="chapter sources (default: solutions)")
     p.add_argument("--labs", default="labs", help="generated labs (default: labs)")
+    p.add_argument("--force", action="store_true", help="build: overwrite labs edited since they were built")
     p.set_defaults(func=cmd_course)
     g = sub.add_parser("grade", help="grade a folder of student notebooks with nbval; per-check CSV and junit XML",
                        description="merge each SUBMISSIONS/<student>/chNN_*.ipynb's answer cells into the "
