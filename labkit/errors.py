@@ -34,15 +34,15 @@ def one_line(err: BaseException) -> tuple[str, int]:
     if isinstance(err, LabkitError):
         return f"error: {_first_line(str(err))}", EXIT_BAD_INPUT
     if isinstance(err, MemoryError):
-        return "error: out of memory: the scenario is too large for this machine (fewer jobs or nodes, or a horizon)", \
-            EXIT_BAD_INPUT
+        return ("error: out of memory: the scenario is too large for this machine "
+                "(fewer jobs or nodes, or a horizon)"), EXIT_BAD_INPUT
     if isinstance(err, RecursionError):
         return "error: input nested too deeply", EXIT_BAD_INPUT
     if isinstance(err, OSError):
         where = f"{err.filename}: " if err.filename else ""
         return f"error: {where}{err.strerror or err.__class__.__name__}", EXIT_BAD_INPUT
-    return f"internal error: {err.__class__.__name__}: {_first_line(str(err))} (please report it; " \
-           "LABKIT_TRACEBACK=1 shows the traceback)", EXIT_INTERNAL
+    return (f"internal error: {err.__class__.__name__}: {_first_line(str(err))} (please report it; "
+            "LABKIT_TRACEBACK=1 shows the traceback)"), EXIT_INTERNAL
 
 
 def _first_line(text: str, width: int = 400) -> str:

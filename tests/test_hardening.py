@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scenarios import scenarios, slurm_scenarios
+from scenarios import kube_scenarios, scenarios, slurm_scenarios
 
 import labkit
 from labkit import spec
@@ -160,7 +160,7 @@ def test_validate_refuses_what_simulate_refuses(capsys):
 
 def _run(argv: list[str], stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "labkit", *argv], input=stdin, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "labkit", *argv], input=stdin, capture_output=True, text=True, check=False,
                           timeout=timeout, env=env, cwd=ROOT)
 
 
@@ -190,9 +190,9 @@ def test_ctrl_c_while_labkit_starts_is_one_line(monkeypatch, capsys):
     """The `labkit` command imports only the standard library before `main`: what takes time to load
     (pydantic, numpy, numba, pandas) loads inside it, where Ctrl-C becomes `labkit: interrupted`."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    heavy = subprocess.run([sys.executable, "-c", "import sys, labkit.cli; print(sorted({m.split('.')[0] for m in "
-                            "sys.modules} & {'numpy', 'pandas', 'pydantic', 'numba', 'yaml', 'altair'}))"],
-                           capture_output=True, text=True, env=env, timeout=60)
+    heavy = subprocess.run([sys.executable, "-c", ("import sys, labkit.cli; print(sorted({m.split('.')[0] for m in "
+                            "sys.modules} & {'numpy', 'pandas', 'pydantic', 'numba', 'yaml', 'altair'}))")],
+                           capture_output=True, text=True, env=env, timeout=60, check=False)
     assert heavy.stdout.strip() == "[]", heavy.stdout + heavy.stderr
     from labkit import cli
 
@@ -230,7 +230,7 @@ def test_course_build_keeps_a_students_edits(tmp_path, capsys):
     solutions, labs = ROOT / "solutions", tmp_path / "labs"
     argv = ["course", "build", "--solutions", str(solutions), "--labs", str(labs)]
     assert main(argv) == 0
-    lab = sorted(labs.glob("ch*.ipynb"))[0]
+    lab = min(labs.glob("ch*.ipynb"))
     lab.write_text(lab.read_text().replace("在此作答", "my answer", 1))
     edited = lab.read_text()
     record = labs / ".labkit-generated.json"
@@ -260,7 +260,8 @@ def test_slurm_down_spares_a_process_whose_start_time_differs(tmp_path):
 # ------------------------------------------------------------------------------------------ fuzz
 
 HOSTILE = [True, False, None, -1, 0, -5, 0.5, 1e300, -1e300, float("nan"), float("inf"), 10**400, 2**63,
-           "1e400", "１２", "nan", "-inf", "", "x" * 300, "0x10", [], {}, [1], {"a": 1}, "1h30m", "500m", "7d"]
+           "1e400", "１２", "nan", "-inf", "", "x" * 300, "0x10", [], {}, [1], {"a": 1}, "1h30m", "500m", "7d",
+           1, 2, 3, 7, 60, 3600, 1e6, 0.001, "30s", "1m", "2"]  # and edges that are valid, to reach the engine
 
 
 def _paths(node, prefix=()):
@@ -276,8 +277,9 @@ def _paths(node, prefix=()):
 
 @st.composite
 def mutated(draw) -> dict:
-    """A valid random scenario (Volcano or Slurm) with 1-3 of its fields set to a hostile value."""
-    scenario = draw(st.one_of(scenarios(max_jobs=5), slurm_scenarios(max_jobs=5)))
+    """A valid random scenario (Volcano, kube-scheduler or Slurm) with 1-3 of its fields set to a
+    hostile value."""
+    scenario = draw(st.one_of(scenarios(max_jobs=5), slurm_scenarios(max_jobs=5), kube_scenarios(max_jobs=5)))
     data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
     data["horizon"] = "2d"
     for _ in range(draw(st.integers(1, 3))):
@@ -341,3 +343,54 @@ def test_fuzz_raw_yaml(text):
             spec.loads(text)
         except SpecError as err:
             assert "\n" not in str(err)
+
+
+# ------------------------------------------------------------------------------------------ traces
+
+def _trace_refusal(call, words: str) -> None:
+    with pytest.raises(SpecError) as err:
+        call()
+    assert words in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_trace_loaders_refuse_bad_files_with_one_line(tmp_path):
+    from labkit.workloads import traces
+
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    _trace_refusal(lambda: traces.elasticflow(empty), "empty.csv")
+    header = tmp_path / "header.csv"
+    header.write_text("job_id,submission_time,duration,num_gpu\n")
+    _trace_refusal(lambda: traces.elasticflow(header), "no rows")
+    _trace_refusal(lambda: traces.swf(tmp_path / "missing.swf"), "no such file")
+    latin = tmp_path / "latin.swf"
+    latin.write_bytes(b"; caf\xe9\n")
+    _trace_refusal(lambda: traces.swf(latin), "not UTF-8")
+    row = " ".join(["1"] * 18)
+    nan = tmp_path / "nan.swf"
+    nan.write_text(f"{row}\n{row.replace('1', 'nan', 1)}\n")
+    _trace_refusal(lambda: traces.swf(nan), "nan.swf line 2")
+    infinite = tmp_path / "inf.csv"
+    infinite.write_text("job_id,submission_time,duration,num_gpu\n1,0,10,1\n2,inf,10,1\n")
+    _trace_refusal(lambda: traces.elasticflow(infinite), "inf.csv line 3, column submission_time")
+
+
+def test_trace_line_numbers_count_blank_lines(tmp_path):
+    from labkit.workloads import traces
+
+    path = tmp_path / "ef.csv"
+    path.write_text("job_id,submission_time,duration,num_gpu\n1,0,10,1\n\n2,5,-3,1\n")
+    _trace_refusal(lambda: traces.elasticflow(path), "ef.csv line 4, column duration")
+
+
+@pytest.mark.parametrize("options, field", [({"load": float("nan")}, "load"), ({"n": -1}, "n"),
+                                            ({"seed": -1}, "seed"), ({"window": ("2h", "1h")}, "window"),
+                                            ({"gpus": 64, "gpus_per_node": 0}, "gpus_per_node")])
+def test_trace_options_are_checked(tmp_path, options, field):
+    from labkit.workloads import traces
+
+    path = tmp_path / "ef.csv"
+    path.write_text("job_id,submission_time,duration,num_gpu\n1,0,10,1\n2,5,3,1\n")
+    with pytest.raises(SpecError) as err:
+        traces.elasticflow(path, **options)
+    assert err.value.path == field

@@ -75,8 +75,9 @@ def _expanded_size(root: yaml.Node) -> tuple[int, int]:
 def parse_yaml(text: str, source: str = "<text>") -> Any:
     """YAML text as plain data, every problem one SpecError naming the line: syntax, duplicate keys,
     nesting deeper than `MAX_DEPTH`, alias bombs, integers too long to convert."""
-    loader = _StrictLoader(text)
+    loader = None
     try:
+        loader = _StrictLoader(text)
         node = loader.get_single_node()
         if node is None:
             return None
@@ -93,4 +94,5 @@ def parse_yaml(text: str, source: str = "<text>") -> Any:
     except ValueError as err:  # int() of more than 4,300 digits, a date out of range
         raise SpecError("", f"{source}: not valid YAML: {str(err).splitlines()[0][:120]}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
