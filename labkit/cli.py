@@ -50,7 +50,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from .engine.simulate import check
 
     scenario = _scenario(args)
-    check(scenario)  # what simulate would refuse, validate refuses
+    missing = check(scenario)  # what simulate would refuse, validate refuses
+    if missing is not None:
+        warnings.warn(f"the numba core does not simulate {missing}: simulate runs this scenario on the "
+                      "reference engine (often 60-400x slower)", LabkitWarning, stacklevel=1)
     jobs = len(scenario.jobs)
     made = f" + {_workloads_text(scenario)}" if scenario.workloads else ""
     nodes = sum(p.count for p in scenario.cluster.pools)

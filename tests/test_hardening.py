@@ -394,3 +394,49 @@ def test_trace_options_are_checked(tmp_path, options, field):
     with pytest.raises(SpecError) as err:
         traces.elasticflow(path, **options)
     assert err.value.path == field
+
+
+# ------------------------------------------------------------------------------- impossible results
+
+def test_a_kueue_flavor_without_the_resource_is_refused():
+    data = base(scheduler={"policy": "kueue"}, kueue={
+        "resourceFlavors": [{"name": "cpuonly", "nodeLabels": {"kind": "cpu"}}],
+        "clusterQueues": [{"name": "cq", "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+            {"name": "cpuonly", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]}],
+        "localQueues": [{"name": "main", "namespace": "default", "clusterQueue": "cq"}]})
+    data["cluster"]["pools"].append({"name": "cpu", "count": 1, "resources": {"cpu": 64}, "labels": {"kind": "cpu"}})
+    with pytest.raises(SpecError) as err:
+        spec.validate(data)
+    assert err.value.path == "kueue.clusterQueues[0].resourceGroups[0].flavors[0].resources[0]"
+    assert "whose nodes have none" in err.value.message
+
+
+def test_a_status_snapshot_must_fit_its_nodes():
+    data = base()
+    data["jobs"] = [{"name": f"j{k}", "duration": 10, "status": {"phase": "Running", "running": {"worker": ["a-0"]}},
+                     "tasks": [{"resources": {"nvidia.com/gpu": 5}}]} for k in range(2)]
+    with pytest.raises(SpecError) as err:
+        spec.validate(data)
+    assert err.value.path == "jobs[1].status.running.worker[0]" and "request 10" in err.value.message
+
+
+def test_summary_counts_add_up_with_timed_out_jobs():
+    data = base(scheduler={"policy": "slurm-backfill"})
+    data["jobs"][0].update(duration=600, timeLimit="5m")  # Slurm cancels it at its time limit
+    result = labkit.simulate(data)
+    summary = result.summary()
+    assert summary["timeout"] == 1
+    counted = ("completed", "running", "waiting", "timeout", "preempted", "suspended")
+    assert sum(summary.get(k, 0) for k in counted) == summary["jobs"]
+
+
+def test_the_slower_engine_is_announced_once(capsys):
+    data = base(scheduler={"conf": {"actions": "enqueue, allocate", "tiers": [  # gang twice: not in the core
+        {"plugins": [{"name": "priority"}, {"name": "gang"}]}, {"plugins": [{"name": "gang"}]}]}})
+    with pytest.warns(UserWarning, match="the numba core does not simulate plugin gang listed twice"):
+        labkit.simulate(data)
+    path_text = spec.dump(spec.validate(data))
+    for command in ("validate", "simulate"):
+        done = _run([command, "-"], path_text)
+        notes = [line for line in done.stderr.splitlines() if line.startswith("labkit: note:")]
+        assert done.returncode == 0 and len(notes) == 1 and "reference engine" in notes[0], done.stderr

@@ -57,6 +57,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
                 for n, node in enumerate(placed):
                     if node not in nodes:
                         raise SpecError(f"jobs[{i}].status.running.{role}[{n}]", f"no node named {node!r}")
+    _check_running_fits(scenario)
     for i, load in enumerate(scenario.workloads):
         _check_refs(f"workloads[{i}]", load, namespaces, queues, classes)
         check_fit(f"workloads[{i}]", largest_pod(load), None, scenario.cluster.pools)
@@ -108,6 +109,29 @@ def _check_sizes(scenario: Scenario) -> None:
     if jobs > MAX_JOBS:
         raise SpecError("workloads" if scenario.workloads else "jobs",
                         f"about {jobs:,} jobs; a scenario may have at most {MAX_JOBS:,}")
+
+
+def _check_running_fits(scenario: Scenario) -> None:
+    """The pods a `status` snapshot puts on a node fit it, all jobs' together (a node never holds
+    more than its allocatable): the snapshot is a state the cluster could be in."""
+    pool_of = {name: pool for pool in scenario.cluster.pools for name in pool.node_names()}
+    used: dict[str, dict[str, float]] = {}
+    for i, job in enumerate(scenario.jobs):
+        if job.status is None:
+            continue
+        tasks = {t.name: t for t in job.tasks}
+        for role, placed in job.status.running.items():
+            for n, node in enumerate(placed):
+                pool = pool_of.get(node)
+                if pool is None:
+                    continue  # named in the unknown-node check
+                have = used.setdefault(node, {})
+                for name, amount in tasks[role].resources.items():
+                    have[name] = have.get(name, 0.0) + parse_quantity(amount)
+                    capacity = parse_quantity(pool.resources.get(name, 0))
+                    if have[name] > capacity:
+                        raise SpecError(f"jobs[{i}].status.running.{role}[{n}]", f"node {node} has {_fmt(capacity)} "
+                                        f"{name}; the snapshot's pods on it request {_fmt(have[name])}")
 
 
 def check_limit_range(path: str, requests: dict, tenant: Tenant) -> None:
