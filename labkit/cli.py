@@ -42,7 +42,12 @@ def _scenario(args: argparse.Namespace) -> spec.Scenario:
     if args.preset is not None:
         return spec.preset(args.preset)
     if args.scenario == "-":
-        return spec.loads(sys.stdin.read(), source="<stdin>")
+        from .spec.io import MAX_FILE_BYTES
+
+        text = sys.stdin.read(MAX_FILE_BYTES + 1)
+        if len(text) > MAX_FILE_BYTES:
+            raise LabkitError(f"<stdin>: scenarios up to {MAX_FILE_BYTES:,} bytes are read")
+        return spec.loads(text, source="<stdin>")
     return spec.load(args.scenario)
 
 

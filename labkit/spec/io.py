@@ -82,14 +82,14 @@ def policy(name: str) -> SchedulerConf:
 
 
 def load(source: str | Path | dict | Scenario) -> Scenario:
-    """Load a scenario from a YAML file path, a mapping, YAML text (anything with a newline or a
-    `key:`), or pass a Scenario through (validated)."""
+    """Load a scenario from a YAML file path, a mapping, YAML text (a string with a newline, a
+    `key: value` or a `{...}`), or pass a Scenario through (validated)."""
     if isinstance(source, Scenario):
         checks.check(source, policy_names())
         return source
     if isinstance(source, dict):
         return validate(source)
-    if isinstance(source, str) and ("\n" in source or (":" in source and not Path(source).exists())):
+    if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{") or ": " in source):
         return loads(source)
     if not isinstance(source, (str, os.PathLike)):
         raise SpecError("", f"expected a scenario: a YAML file path, YAML text, a dict or a Scenario, "
