@@ -90,9 +90,6 @@ REFUSED = [
      "whole number"),
     (base(scheduler={"slurm": {"PriorityCalcPeriod": 1e-9}}), "scheduler.slurm.PriorityCalcPeriod", "1m"),
     (base(scheduler={"policy": "volcano-shipped", "schedulePeriod": 1e-9}), "scheduler.schedulePeriod", "0.01"),
-    # Kueue: a NaN fair-sharing weight
-    (base(scheduler={"policy": "kueue"}, kueue={"clusterQueues": [{"name": "cq", "fairSharing": {
-        "weight": float("nan")}}]}), "kueue.clusterQueues[0].fairSharing.weight", ""),
     # LimitRange: Kubernetes' LimitRanger refuses a pod above max or below min
     (base(tenants=[{"name": "t", "limitRange": {"limits": [{"max": {"nvidia.com/gpu": 4}}]}}],
           jobs=[{"name": "j", "namespace": "t", "duration": 10, "tasks": [{"resources": {"nvidia.com/gpu": 8}}]}]),

@@ -22,10 +22,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    NonNegativeFloat,
-    NonNegativeInt,
     PlainValidator,
-    PositiveFloat,
     ValidationError,
     create_model,
     field_validator,
@@ -34,7 +31,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel, to_pascal
 
 from ..errors import SpecError
-from .quantity import parse_duration, parse_quantity
+from .quantity import MAX_SECONDS, parse_duration, parse_quantity
 from .yamltext import parse_yaml
 
 _RESOURCE_NAME = re.compile(r"^(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -89,8 +86,7 @@ def _whole_extended(value: dict[str, Any]) -> dict[str, Any]:
     """Extended resources (a `/` in the name, e.g. nvidia.com/gpu) are whole numbers: Kubernetes'
     ValidateResourceRequirements refuses `nvidia.com/gpu: 0.5` ("must be an integer")."""
     for name, amount in value.items():
-        if "/" in name and not name.startswith(("requests.", "limits.", "hugepages-")) \
-                and not name.startswith("kubernetes.io/") and not parse_quantity(amount).is_integer():
+        if "/" in name and not name.startswith("kubernetes.io/") and not parse_quantity(amount).is_integer():
             raise ValueError(f"{name}: {amount!r} must be a whole number (an extended resource is not divisible)")
     return value
 
@@ -396,7 +392,7 @@ class Distribution(Model):
     high: Duration | None = None
     mean: PositiveDuration | None = None
     median: PositiveDuration | None = None
-    sigma: float | None = Field(default=None, ge=0)
+    sigma: float | None = Field(default=None, ge=0, le=10)
     std: Duration | None = None
     choices: list[Duration] | None = None
     weights: list[float] | None = None
@@ -451,9 +447,9 @@ class Trace(Model):
     of job objects: it is read, checked and compiled as arrays."""
 
     names: list[ObjectName]
-    submit: list[NonNegativeFloat]
-    gpus: list[NonNegativeInt]
-    duration: list[PositiveFloat]
+    submit: list[Annotated[float, Field(ge=0, le=MAX_SECONDS)]]
+    gpus: list[Annotated[int, Field(ge=0, le=MAX_PODS * 1000)]]
+    duration: list[Annotated[float, Field(gt=0, le=MAX_SECONDS)]]
 
     @model_validator(mode="after")
     def _columns(self) -> Trace:
