@@ -248,7 +248,8 @@ def _check(path: str | Path, df: pd.DataFrame, column: str, bad, message: str) -
 
 def _number(path: str | Path, df: pd.DataFrame, column: str, positive: bool = False) -> np.ndarray:
     values = pd.to_numeric(df[column], errors="coerce").to_numpy(float)
-    _check(path, df, column, ~np.isfinite(values), "not a finite number")
+    _check(path, df, column, np.isnan(values), "not a number")
+    _check(path, df, column, np.isinf(values), "not a finite number")
     if positive:
         _check(path, df, column, values <= 0, "must be > 0")
     else:
@@ -285,7 +286,7 @@ def _select(table: pd.DataFrame, n: int | None, window: tuple | None, seed: int,
 def _options(n, window, seed, load) -> None:
     """The loaders' common options, each refused with one line naming it."""
     if isinstance(load, bool) or not isinstance(load, (int, float)) or not 0 < load < math.inf:
-        raise SpecError("load", f"must be a number > 0, got {load!r}")
+        raise SpecError("load", f"must be > 0, got {load!r}")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
         raise SpecError("n", f"must be a whole number >= 0, got {n!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
