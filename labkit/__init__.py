@@ -21,9 +21,16 @@ _WHERE = {"Result": "results", "Scenario": "spec", "dump": "spec", "load": "spec
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'labkit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    """The API names, and the subpackages (`labkit.spec`, `labkit.workloads`, ...), on first use."""
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    else:
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'labkit' has no attribute {name!r}") from None
     globals()[name] = value
     return value
 
