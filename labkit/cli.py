@@ -1,14 +1,23 @@
-"""The `labkit` command. Exit codes: 0 ok, 1 a check failed, 2 bad input (one line on stderr)."""
+"""The `labkit` command. Exit codes: 0 ok, 1 a check failed, 2 bad input (one line on stderr),
+3 an internal fault (one line; LABKIT_TRACEBACK=1 for the traceback), 130 interrupted.
+
+Only the standard library is imported before `main` runs, so Ctrl-C while labkit loads is
+reported like any other interruption."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import warnings
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from . import spec
-from .errors import LabkitError
+from .errors import LabkitError, LabkitWarning, one_line
+
+if TYPE_CHECKING:
+    from . import spec
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -26,17 +35,30 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
 
 
 def _scenario(args: argparse.Namespace) -> spec.Scenario:
+    from . import spec
+
     if (args.scenario is None) == (args.preset is None):
         raise LabkitError("give a SCENARIO file (or - for stdin) or --preset NAME, not both")
     if args.preset is not None:
         return spec.preset(args.preset)
     if args.scenario == "-":
-        return spec.loads(sys.stdin.read(), source="<stdin>")
+        from .spec.io import MAX_FILE_BYTES
+
+        text = sys.stdin.read(MAX_FILE_BYTES + 1)
+        if len(text) > MAX_FILE_BYTES:
+            raise LabkitError(f"<stdin>: scenarios up to {MAX_FILE_BYTES:,} bytes are read")
+        return spec.loads(text, source="<stdin>")
     return spec.load(args.scenario)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from .engine.simulate import check
+
     scenario = _scenario(args)
+    missing = check(scenario)  # what simulate would refuse, validate refuses
+    if missing is not None:
+        warnings.warn(f"the numba core does not simulate {missing}: simulate runs this scenario on the "
+                      "reference engine (often 60-400x slower)", LabkitWarning, stacklevel=1)
     jobs = len(scenario.jobs)
     made = f" + {_workloads_text(scenario)}" if scenario.workloads else ""
     nodes = sum(p.count for p in scenario.cluster.pools)
@@ -55,6 +77,7 @@ def _workloads_text(scenario: spec.Scenario) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from . import spec
     from .workloads import expand
 
     scenario = spec.resolve(_scenario(args))
@@ -188,18 +211,27 @@ def _register_plugins(sub) -> None:
     bench.register(sub)
 
 
+def _warn_once(message, category, filename, lineno, file=None, line=None) -> None:
+    """labkit's warnings as one `labkit: note:` line each; others as Python shows them."""
+    if issubclass(category, LabkitWarning):
+        print(f"labkit: note: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.showwarning = _warn_once
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)
-    except LabkitError as err:
-        print(f"labkit: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except BrokenPipeError:
         return EXIT_OK
-    except KeyboardInterrupt:
-        print("labkit: interrupted", file=sys.stderr)
-        return 130
+    except (Exception, KeyboardInterrupt) as err:  # every error ends as one line: errors.one_line
+        if os.environ.get("LABKIT_TRACEBACK") == "1":
+            raise
+        text, code = one_line(err)
+        print(f"labkit: {text}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

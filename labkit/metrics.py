@@ -113,11 +113,15 @@ def summary(result: Result) -> dict:
     jobs = result.jobs
     done = jobs[jobs.state == "Completed"]
     started = jobs[jobs.start.notna()]
+    counted = ["Completed", "Running", "Pending", "Inqueue"]
+    others = jobs.state[~jobs.state.isin(counted)].value_counts().sort_index()
     return {
         "jobs": len(jobs),
         "completed": len(done),
         "running": int((jobs.state == "Running").sum()),
         "waiting": int(jobs.state.isin(["Pending", "Inqueue"]).sum()),
+        # jobs in any other state (Slurm's Timeout, Preempted, Suspended), so that the counts add up
+        **{str(state).lower(): int(n) for state, n in others.items()},
         "mean_wait_s": _round(started.wait.mean()),
         "p95_wait_s": _round(started.wait.quantile(0.95)) if len(started) else math.nan,
         "mean_jct_s": _round(done.jct.mean()),

@@ -62,7 +62,8 @@ def test_down_stops_only_the_recorded_processes(tmp_path):
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(61)"])
     try:
         cmd = Path(f"/proc/{ours.pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-        pids = {"munged": [ours.pid, cmd], "slurmd n-0": [other.pid, "slurmd -N n-0"]}  # other: not what we started
+        pids = {"munged": [ours.pid, cmd, slurm_cluster._start_time(ours.pid)],
+                "slurmd n-0": [other.pid, "slurmd -N n-0", slurm_cluster._start_time(other.pid)]}  # other: not ours
         (tmp_path / "run" / "labkit.pids").write_text(json.dumps(pids))
         assert state.alive() == {"munged": ours.pid} and not state.running()
         assert down(state) == f"stopped 1 processes (pids {ours.pid})"

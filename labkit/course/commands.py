@@ -19,7 +19,10 @@ def cmd_course(args: argparse.Namespace) -> int:
     if not notebooks.chapters(solutions):
         raise LabkitError(f"no chapter sources solutions/chNN_*.ipynb in {solutions}")
     if args.action == "build":
-        written = notebooks.build(solutions, labs)
+        try:
+            written = notebooks.build(solutions, labs, force=args.force)
+        except ValueError as err:
+            raise LabkitError(str(err)) from None
         for path in written:
             print(f"wrote {path}")
         print(f"{len(written)} lab(s) written, {len(notebooks.chapters(solutions)) - len(written)} up to date")
@@ -76,6 +79,7 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", help="site: the folder to write (new, empty, or an earlier site)")
     p.add_argument("--lab-url", help="site: link each chapter to URL/chNN_*.ipynb (e.g. a JupyterLab's "
                                      "http://127.0.0.1:8888/lab/tree/labs) instead of shipping the lab in the site")
+    p.add_argument("--force", action="store_true", help="build: overwrite labs edited since they were built")
     p.set_defaults(func=cmd_course)
     g = sub.add_parser("grade", help="grade student notebooks: sandboxed runs, verdicts judged by the grader under nbval",
                        description="run each SUBMISSIONS/<student>/ notebook (its answer cells merged into the "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -10,6 +12,8 @@ import nbformat
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 PLACEHOLDER = "...  # 在此作答"
 _ASSIGNMENT = re.compile(r"^(\s*)([A-Za-z_]\w*)\s*=(?!=)")
+GENERATED = ".labkit-generated.json"
+"""In labs/: each lab's SHA-256 as `build` last wrote it, so that a lab edited since is not overwritten."""
 
 
 def strip_solutions(source: str) -> str:
@@ -59,16 +63,38 @@ def chapters(solutions: Path) -> list[Path]:
     return sorted(solutions.glob("ch[0-9][0-9]_*.ipynb"))
 
 
-def build(solutions: Path, labs: Path) -> list[Path]:
-    """Write labs/chNN_slug.ipynb for every chapter whose lab differs; return the files written."""
+def build(solutions: Path, labs: Path, force: bool = False) -> list[Path]:
+    """Write labs/chNN_slug.ipynb for every chapter whose lab differs; return the files written.
+
+    A lab that differs from what `build` last wrote (a student's or an author's edits, or a lab
+    `build` never recorded) is not overwritten: ValueError naming them, before anything is written,
+    unless `force`."""
     labs.mkdir(parents=True, exist_ok=True)
-    written = []
+    record_path = labs / GENERATED
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.exists() else {}
+    except (OSError, ValueError):
+        record = {}
+    plan, edited = [], []
     for solution in chapters(solutions):
         target, text = labs / solution.name, _lab_text(solution)
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            target.write_text(text, encoding="utf-8")
-            written.append(target)
-    return written
+        old = target.read_text(encoding="utf-8") if target.exists() else None
+        if old != text:
+            plan.append((target, text))
+            if old is not None and record.get(target.name) != _digest(old):
+                edited.append(target.name)
+        record[target.name] = _digest(text)
+    if edited and not force:
+        raise ValueError(f"{', '.join(edited)} in {labs}: changed since labkit course build wrote them; "
+                         "not overwritten (move your edits aside, or --force replaces them)")
+    for target, text in plan:
+        target.write_text(text, encoding="utf-8")
+    record_path.write_text(json.dumps(dict(sorted(record.items())), indent=1) + "\n", encoding="utf-8")
+    return [target for target, _ in plan]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def stale(solutions: Path, labs: Path) -> list[str]:

@@ -49,6 +49,7 @@ import dataclasses
 import heapq
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -56,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from .. import spec
+from ..errors import LabkitWarning
 from ..progress import Progress, progress_bar
 from ..results import EVENT_COLUMNS, JOB_COLUMNS, TASK_COLUMNS, Result
 from ..spec import Scenario
@@ -818,6 +820,8 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
         if engine == "numba":
             raise LabkitError(f"engine numba: the numba core does not simulate {missing}")
         ran = f"reference (the numba core does not simulate {missing})"
+        warnings.warn(f"the numba core does not simulate {missing}: the reference engine runs this scenario "
+                      "(often 60-400x slower)", LabkitWarning, stacklevel=2)
     if session is None and spec.scheduler_of(scenario).kueue is not None:
         from .kueue import compile_kueue, simulate_kueue
 
@@ -834,6 +838,17 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
     result = result_of(compiled, record_of(sim))
     result.info["engine"] = ran
     return result
+
+
+def check(scenario: Scenario, policy: str | None = None) -> str | None:
+    """Refuse, as `simulate` would, what the compiler refuses, without running (`labkit validate`):
+    the scenario is compiled as `simulate` compiles it (and cached for the run that follows).
+    Returns why the numba core would not run it (None when it would)."""
+    from . import core
+
+    if policy is not None:
+        scenario = with_policy(scenario, policy)
+    return core.prepare(scenario)[2]
 
 
 def with_policy(scenario: Scenario, name: str) -> Scenario:

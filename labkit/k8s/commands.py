@@ -18,19 +18,19 @@ from ..slurm.conf import export as export_slurm
 from ..spec import Scenario
 
 
-def export_k8s(scenario: Scenario, out_dir: Path, time_scale: float, command: str) -> list[Path]:
+def export_k8s(scenario: Scenario, out_dir: Path, time_scale: float, command: str, force: bool = False) -> list[Path]:
     """The lab's Kubernetes/Volcano objects, one file per kind in apply order."""
     from .export import render, write
     from .manifests import manifests
 
-    return write(render(manifests(scenario, time_scale), command), out_dir)
+    return write(render(manifests(scenario, time_scale), command), out_dir, force)
 
 
-EXPORT_TARGETS: dict[str, tuple[str, Callable[[Scenario, Path, float, str], list[Path]]]] = {
+EXPORT_TARGETS: dict[str, tuple[str, Callable[[Scenario, Path, float, str, bool], list[Path]]]] = {
     "k8s": ("Kubernetes + Volcano + KWOK manifests (kubectl apply -f DIR)", export_k8s),
     "slurm": ("slurm.conf, gres.conf and one sbatch script per job (labkit slurm up --state-dir DIR)", export_slurm),
 }
-"""target -> (help, writer(scenario, out_dir, time_scale, command line for the header))."""
+"""target -> (help, writer(scenario, out_dir, time_scale, command line for the header, force))."""
 
 
 def source_words(args: argparse.Namespace) -> str:
@@ -43,7 +43,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     command = f"labkit export {args.target} {source_words(args)}"
     if args.time_scale != 1:
         command += f" --time-scale {args.time_scale:g}"
-    written = EXPORT_TARGETS[args.target][1](scenario, Path(args.output), args.time_scale, command)
+    written = EXPORT_TARGETS[args.target][1](scenario, Path(args.output), args.time_scale, command, args.force)
     print(f"wrote {len(written)} files to {args.output}: {', '.join(p.name for p in written)}")
     return EXIT_OK
 
@@ -102,6 +102,7 @@ def register(sub) -> None:
                         help="; ".join(f"{name}: {help_}" for name, (help_, _) in sorted(EXPORT_TARGETS.items())))
     _add_source(export)
     export.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write (created if needed)")
+    export.add_argument("--force", action="store_true", help="replace files in DIR that labkit did not write")
     _add_time_scale(export)
     export.set_defaults(func=cmd_export)
 

@@ -51,14 +51,16 @@ def header(command: str) -> str:
     return f"{MARKER} ({command}); do not edit, regenerate it.\n"
 
 
-def write(files: dict[str, str], out_dir: Path) -> list[Path]:
-    """Write the files into `out_dir` (created if needed); LabkitError before touching anything else's file."""
+def write(files: dict[str, str], out_dir: Path, force: bool = False) -> list[Path]:
+    """Write the files into `out_dir` (created if needed); LabkitError before touching anything else's
+    file, unless `force`."""
     if out_dir.exists() and not out_dir.is_dir():
         raise LabkitError(f"{out_dir}: exists and is not a folder")
     for name in sorted(files):
         path = out_dir / name
-        if path.exists() and not _generated(path):
-            raise LabkitError(f"{path}: not written by labkit (no '{MARKER}' header); will not overwrite it")
+        if path.exists() and not force and not _generated(path):
+            raise LabkitError(f"{path}: not written by labkit (no '{MARKER}' header); will not overwrite it "
+                              "(--force replaces it)")
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in sorted(out_dir.iterdir()):
         if old.name not in files and _NUMBERED.match(old.name) and _generated(old):

@@ -98,16 +98,23 @@ class Cluster:
 
     # ------------------------------------------------------------------------------------ daemons
 
-    def pids(self) -> dict[str, tuple[int, str]]:
-        """The daemons `up` recorded: name -> (pid, command line)."""
+    def pids(self) -> dict[str, tuple[int, str, int | None]]:
+        """The daemons `up` recorded: name -> (pid, command line, start time in clock ticks after
+        boot; None in a file from before start times were recorded, which then matches nothing)."""
         path = self.dir / PIDS
         if not path.exists():
             return {}
-        return {name: (pid, cmd) for name, (pid, cmd) in json.loads(path.read_text()).items()}
+        try:
+            entries = json.loads(path.read_text())
+            return {str(name): (int(e[0]), str(e[1]), int(e[2]) if len(e) > 2 else None)
+                    for name, e in entries.items()}
+        except (ValueError, TypeError, IndexError, AttributeError, OSError):
+            raise LabkitError(f"{path}: not a pid record written by labkit slurm up") from None
 
     def alive(self) -> dict[str, int]:
-        """The recorded daemons still running (same pid and command line as recorded)."""
-        return {name: pid for name, (pid, cmd) in self.pids().items() if _cmdline(pid) == cmd}
+        """The recorded daemons still running: same pid, command line and start time as `up`
+        recorded, so a reused pid or an edited record never names another process."""
+        return {name: pid for name, (pid, cmd, start) in self.pids().items() if _identity(pid) == (cmd, start)}
 
     def running(self) -> bool:
         pids = self.pids()
@@ -141,8 +148,22 @@ def _port_range(value: str) -> range:
 def _cmdline(pid: int) -> str | None:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return None
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time (proc(5) stat field 22, clock ticks after boot): a pid reused by
+    another process has another start time."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _identity(pid: int) -> tuple[str | None, int | None]:
+    return _cmdline(pid), _start_time(pid)
 
 
 def port_in_use(port: int) -> bool:
@@ -211,7 +232,7 @@ def _start_all(cluster: Cluster, nodes: list[str], timeout: float) -> None:
     """munged, slurmctld (-c: an empty queue), one slurmd per node; until every node is idle. On failure
     the ones already started are stopped."""
     d = cluster.dir
-    started: dict[str, tuple[int, str]] = {}
+    started: dict[str, tuple[int, str, int | None]] = {}
     try:
         started["munged"] = _start(cluster, "munged", [
             "munged", "--force", f"--socket={d}/run/munge.socket", f"--key-file={d}/munge.key",
@@ -258,7 +279,8 @@ def _prepare(cluster: Cluster, files: dict[str, str], gpus: int) -> None:
     key.chmod(0o600)
 
 
-def _start(cluster: Cluster, name: str, argv: list[str], pid_file: str, log: str, timeout: float = 15) -> tuple[int, str]:
+def _start(cluster: Cluster, name: str, argv: list[str], pid_file: str, log: str,
+           timeout: float = 15) -> tuple[int, str, int | None]:
     """Start one daemon (it forks into the background) and read its pid file; its last error if it dies."""
     pid_path = cluster.dir / pid_file
     pid_path.unlink(missing_ok=True)
@@ -266,8 +288,8 @@ def _start(cluster: Cluster, name: str, argv: list[str], pid_file: str, log: str
     deadline = time.monotonic() + timeout
     while done.returncode == 0 and time.monotonic() < deadline:
         text = pid_path.read_text().strip() if pid_path.exists() else ""
-        if text and _cmdline(int(text)):
-            return int(text), _cmdline(int(text)) or ""
+        if text.isdigit() and _cmdline(int(text)):
+            return int(text), _cmdline(int(text)) or "", _start_time(int(text))
         time.sleep(0.1)
     raise LabkitError(f"{name} did not start: {_last_error(cluster.dir / log, done.stderr)}")
 
@@ -280,7 +302,7 @@ def _last_error(log: Path, stderr: str) -> str:
     return (errors or lines or ["no message"])[-1].strip()
 
 
-def _write_pids(cluster: Cluster, started: dict[str, tuple[int, str]]) -> None:
+def _write_pids(cluster: Cluster, started: dict[str, tuple[int, str, int | None]]) -> None:
     (cluster.dir / PIDS).write_text(json.dumps(started, indent=1))
 
 
@@ -307,8 +329,9 @@ def down(cluster: Cluster, timeout: float = 20) -> str:
     if "slurmctld" in alive:
         _cancel_all(cluster, timeout)
     order = sorted(alive, key=lambda name: (not name.startswith("slurmd "), name == "munged"))
+    recorded = cluster.pids()
     for name in order:
-        _stop(alive[name], cluster.pids()[name][1], timeout)
+        _stop(alive[name], recorded[name][1:], timeout)
     (cluster.dir / PIDS).unlink()
     return f"stopped {len(order)} processes (pids {' '.join(str(alive[n]) for n in order)})"
 
@@ -327,13 +350,14 @@ def _cancel_all(cluster: Cluster, timeout: float) -> None:
         pass  # slurmctld not answering: stopping the daemons is all that is left to do
 
 
-def _stop(pid: int, cmd: str, timeout: float) -> None:
-    """SIGTERM, then SIGKILL after `timeout`; only while the pid still runs the recorded command."""
-    if _cmdline(pid) != cmd:
+def _stop(pid: int, identity: tuple[str, int | None], timeout: float) -> None:
+    """SIGTERM, then SIGKILL after `timeout`; only while the pid is still the recorded process
+    (command line and start time)."""
+    if _identity(pid) != identity:
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _cmdline(pid) == cmd:
+    while _identity(pid) == identity:
         if time.monotonic() > deadline:
             os.kill(pid, signal.SIGKILL)
             deadline = time.monotonic() + timeout

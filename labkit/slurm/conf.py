@@ -348,14 +348,28 @@ def render(scenario: Scenario, conf: SlurmConf, state_dir: Path, ports: Ports, t
     return files
 
 
-def export(scenario: Scenario, out_dir: Path, time_scale: float, command: str) -> list[Path]:
-    """`labkit export slurm`: the files for a state dir `out_dir` (ports from 6817; fakedev made by `slurm up`)."""
+def export(scenario: Scenario, out_dir: Path, time_scale: float, command: str, force: bool = False) -> list[Path]:
+    """`labkit export slurm`: the files for a state dir `out_dir` (ports from 6817; fakedev made by `slurm up`).
+    A file already there with other content (an admin's slurm.conf) is replaced only with `force`;
+    LabkitError before anything is written."""
     scenario, conf = slurm_scenario(scenario)
     ports = Ports.block(FIRST_PORT, len(node_names(scenario)))
+    files = render(scenario, conf, out_dir, ports, time_scale, header=command)
+    for name, text in files.items():
+        path = out_dir / name
+        if not force and (path.is_symlink() or path.exists()) and _content(path) != text:
+            raise LabkitError(f"{path}: exists with other content; will not overwrite it (--force replaces it)")
     written = []
-    for name, text in render(scenario, conf, out_dir, ports, time_scale, header=command).items():
+    for name, text in files.items():
         path = out_dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         written.append(path)
     return written
+
+
+def _content(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import SpecError
-from .model import Job, NodePool, Scenario, Task, Toleration, Workload
+from .model import MAX_JOBS, MAX_NODES, MAX_PODS, Job, NodePool, Scenario, Task, Tenant, Toleration, Workload
 from .quantity import parse_duration, parse_quantity
 
 # Volcano creates these two queues itself (`cache.go newDefaultAndRootQueue`).
@@ -18,6 +18,7 @@ BUILTIN_QUEUES = ("root", "default")
 
 def check(scenario: Scenario, policies: Iterable[str]) -> None:
     """Raise SpecError for the first cross-field rule the scenario breaks."""
+    _check_sizes(scenario)
     _unique("tenants", [t.name for t in scenario.tenants], "tenant")
     _unique("tenants", [t.ns for t in scenario.tenants], "namespace")
     _unique("priorityClasses", [p.name for p in scenario.priority_classes], "priority class")
@@ -30,6 +31,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
     queues = {q.name for q in scenario.queues} | set(BUILTIN_QUEUES)
     classes = {p.name for p in scenario.priority_classes}
     nodes = {name for pool in scenario.cluster.pools for name in pool.node_names()}
+    tenants = {t.ns: t for t in scenario.tenants}
     seen: dict[tuple[str, str], int] = {}
     fitting: set[tuple] = set()
     for i, job in enumerate(scenario.jobs):
@@ -38,6 +40,10 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
             raise SpecError(f"jobs[{i}].name", f"job {job.namespace}/{job.name} is already jobs[{seen[key]}]")
         seen[key] = i
         _check_refs(f"jobs[{i}]", job, namespaces, queues, classes)
+        tenant = tenants.get(job.namespace)
+        if tenant is not None and tenant.limit_range is not None:
+            for k, task in enumerate(job.tasks):
+                check_limit_range(f"jobs[{i}].tasks[{k}].resources", task.resources, tenant)
         for k, task in enumerate(job.tasks):
             shape = (tuple(sorted((n, str(v)) for n, v in task.resources.items())),
                      tuple(sorted(task.node_selector.items())))
@@ -51,9 +57,13 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
                 for n, node in enumerate(placed):
                     if node not in nodes:
                         raise SpecError(f"jobs[{i}].status.running.{role}[{n}]", f"no node named {node!r}")
+    _check_running_fits(scenario)
     for i, load in enumerate(scenario.workloads):
         _check_refs(f"workloads[{i}]", load, namespaces, queues, classes)
         check_fit(f"workloads[{i}]", largest_pod(load), None, scenario.cluster.pools)
+        tenant = tenants.get(load.namespace)
+        if tenant is not None and tenant.limit_range is not None:
+            check_limit_range(f"workloads[{i}].resources", largest_pod(load), tenant)
     _unique("workloads", [w.name for w in scenario.workloads], "workload")
     _check_slurm(scenario)
     from . import kueue  # here, not at the top: model.py imports kueue, which builds on model
@@ -66,6 +76,87 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
             raise SpecError("scheduler", "give a policy (one of " + ", ".join(known) + ") or a conf")
         if sched.policy not in known:
             raise SpecError("scheduler.policy", f"unknown policy {sched.policy!r}; known: {', '.join(known)}")
+
+
+def _check_sizes(scenario: Scenario) -> None:
+    """Nodes, jobs and pods within the limits of `labkit.spec.model` (MAX_NODES, MAX_JOBS,
+    MAX_PODS), checked before anything is expanded, so a typo of a few zeros is one line, not a
+    MemoryError after minutes."""
+    nodes = sum(p.count for p in scenario.cluster.pools)
+    if nodes > MAX_NODES:
+        raise SpecError("cluster.pools", f"{nodes:,} nodes; a scenario may have at most {MAX_NODES:,}")
+    for i, job in enumerate(scenario.jobs):
+        pods = sum(t.replicas_resolved for t in job.tasks)
+        if pods > MAX_PODS:
+            raise SpecError(f"jobs[{i}].tasks", f"{pods:,} pods; a job may have at most {MAX_PODS:,}")
+    jobs = len(scenario.jobs)
+    for i, load in enumerate(scenario.workloads):
+        if load.trace is not None:
+            jobs += len(load.trace.names)
+            continue
+        top = _max_value(load.gpus)
+        if top / load.gpus_per_pod > MAX_PODS:
+            raise SpecError(f"workloads[{i}].gpus", f"up to {top:,.0f} GPUs make more than {MAX_PODS:,} pods "
+                            f"of {load.gpus_per_pod} GPUs; a job may have at most {MAX_PODS:,}")
+        if load.count is not None:
+            jobs += load.count
+            continue
+        expected = (parse_duration(load.end) - parse_duration(load.start)) / parse_duration(load.arrival.interval)
+        if expected > MAX_JOBS:
+            raise SpecError(f"workloads[{i}].end", f"about {expected:,.0f} jobs from start to end at one per "
+                            f"{load.arrival.interval}; a scenario may have at most {MAX_JOBS:,} (give count)")
+        jobs += int(expected)
+    if jobs > MAX_JOBS:
+        raise SpecError("workloads" if scenario.workloads else "jobs",
+                        f"about {jobs:,} jobs; a scenario may have at most {MAX_JOBS:,}")
+
+
+def _check_running_fits(scenario: Scenario) -> None:
+    """The pods a `status` snapshot puts on a node fit it, all jobs' together (a node never holds
+    more than its allocatable): the snapshot is a state the cluster could be in."""
+    pool_of = {name: pool for pool in scenario.cluster.pools for name in pool.node_names()}
+    used: dict[str, dict[str, float]] = {}
+    for i, job in enumerate(scenario.jobs):
+        if job.status is None:
+            continue
+        tasks = {t.name: t for t in job.tasks}
+        for role, placed in job.status.running.items():
+            for n, node in enumerate(placed):
+                pool = pool_of.get(node)
+                if pool is None:
+                    continue  # named in the unknown-node check
+                have = used.setdefault(node, {})
+                for name, amount in tasks[role].resources.items():
+                    have[name] = have.get(name, 0.0) + parse_quantity(amount)
+                    capacity = parse_quantity(pool.resources.get(name, 0))
+                    if have[name] > capacity:
+                        raise SpecError(f"jobs[{i}].status.running.{role}[{n}]", f"node {node} has {_fmt(capacity)} "
+                                        f"{name}; the snapshot's pods on it request {_fmt(have[name])}")
+
+
+def check_limit_range(path: str, requests: dict, tenant: Tenant) -> None:
+    """Kubernetes' LimitRanger admission refuses a pod whose container (labkit pods have one, whose
+    limits are its requests) or whole pod is above a LimitRange `max` or below its `min`; the
+    request is the pod's, else the LimitRange's defaultRequest, else its default."""
+    for item in tenant.limit_range.limits:
+        for name, bound in item.max.items():
+            asked = _requested(requests, item, name)
+            if asked is not None and asked > parse_quantity(bound):
+                raise SpecError(f"{path}.{name}", f"namespace {tenant.ns}'s LimitRange refuses the pod: maximum "
+                                f"{name} usage per {item.type} is {bound}, but limit is {_fmt(asked)}")
+        for name, bound in item.min.items():
+            asked = _requested(requests, item, name)
+            if asked is None or asked < parse_quantity(bound):
+                said = "No request is specified" if asked is None else f"but request is {_fmt(asked)}"
+                raise SpecError(f"{path}.{name}", f"namespace {tenant.ns}'s LimitRange refuses the pod: minimum "
+                                f"{name} usage per {item.type} is {bound}, {said}")
+
+
+def _requested(requests: dict, item, name: str) -> float | None:
+    for source in (requests, item.default_request, item.default):
+        if name in source:
+            return parse_quantity(source[name])
+    return None
 
 
 def _check_slurm(scenario: Scenario) -> None:
@@ -136,10 +227,11 @@ def _check_queues(scenario: Scenario) -> None:
         path = f"queues[{i}]"
         if queue.name == "root":
             raise SpecError(f"{path}.name", "queue 'root' is created by Volcano; give your queues other names")
-        if queue.parent != "root" and queue.parent not in parents:
-            raise SpecError(f"{path}.parent", f"no queue named {queue.parent!r}")
         chain, current = [queue.name], queue.parent
         while current != "root":
+            if current not in parents:
+                where = "" if current == queue.parent else f" (its ancestor {chain[-1]!r} names it)"
+                raise SpecError(f"{path}.parent", f"no queue named {current!r}{where}")
             if current in chain:
                 cycle = " -> ".join(chain[chain.index(current):] + [current])
                 raise SpecError(f"{path}.parent", f"queue parents form a cycle: {cycle}")

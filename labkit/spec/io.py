@@ -9,6 +9,8 @@ controllers would (task and job minAvailable, replicas, namespaces, the conf beh
 from __future__ import annotations
 
 import functools
+import os
+import stat
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,10 @@ from pydantic import ValidationError
 from ..errors import SpecError
 from . import checks
 from .model import Scenario, Scheduler, SchedulerConf
+from .yamltext import parse_yaml
+
+MAX_FILE_BYTES = 256 * 2**20
+"""Largest scenario file read (a 1M-job trace workload is about 40 MB of YAML)."""
 
 _PRESETS = resources.files("labkit.spec") / "presets"
 _POLICIES = resources.files("labkit.spec") / "policies"
@@ -76,34 +82,52 @@ def policy(name: str) -> SchedulerConf:
 
 
 def load(source: str | Path | dict | Scenario) -> Scenario:
-    """Load a scenario from a YAML file path, a mapping, or pass a Scenario through (validated)."""
+    """Load a scenario from a YAML file path, a mapping, YAML text (a string with a newline, a
+    `key: value` or a `{...}`), or pass a Scenario through (validated)."""
     if isinstance(source, Scenario):
         checks.check(source, policy_names())
         return source
     if isinstance(source, dict):
         return validate(source)
-    path = Path(source)
+    if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{") or ": " in source):
+        return loads(source)
+    if not isinstance(source, (str, os.PathLike)):
+        raise SpecError("", f"expected a scenario: a YAML file path, YAML text, a dict or a Scenario, "
+                            f"not {type(source).__name__}")
+    return loads(read_text(Path(source)), source=str(source))
+
+
+def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+    """A regular file's UTF-8 text; a FIFO, a device or a directory is refused, never read (a
+    FIFO would block forever), and so is a file larger than `limit` bytes."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise SpecError("", f"{path}: not a regular file")
+            if info.st_size > limit:
+                raise SpecError("", f"{path}: {info.st_size:,} bytes; files up to {limit:,} bytes are read")
+            raw = handle.read(limit + 1)
     except FileNotFoundError:
         raise SpecError("", f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
-        raise SpecError("", f"{path}: cannot read ({err.__class__.__name__})") from None
-    return loads(text, source=str(path))
+    except OSError as err:
+        raise SpecError("", f"{path}: cannot read ({err.strerror or err.__class__.__name__})") from None
+    if len(raw) > limit:
+        raise SpecError("", f"{path}: files up to {limit:,} bytes are read")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SpecError("", f"{path}: not UTF-8 text (byte {err.start})") from None
 
 
 def loads(text: str, source: str = "<text>") -> Scenario:
     """Load a scenario from YAML text."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise SpecError("", f"{source}:{where}: not valid YAML: {problem}") from None
+    data = parse_yaml(text, source)
     if not isinstance(data, dict):
         raise SpecError("", f"{source}: a scenario is a YAML mapping with at least a 'cluster' key")
     return validate(data)
+
+
 
 
 def validate(data: dict) -> Scenario:
@@ -126,6 +150,8 @@ def _first_error(err: ValidationError) -> SpecError:
         message = "unknown field"
     elif first["type"] == "missing":
         message = "required field is missing"
+    elif isinstance(first.get("input"), bool) and first["type"] in ("int_type", "float_type"):
+        message = f"{first['input']} is a boolean, not a number"
     elif first["type"] == "literal_error":
         message = f"{first['input']!r} is not allowed; {message.replace('Input should be ', 'use ')}"
     return SpecError(path, message)

@@ -165,6 +165,7 @@ def check(scenario: Scenario) -> None:
         if f.name not in used:
             raise SpecError(f"kueue.resourceFlavors[{i}]", f"ResourceFlavor {f.name!r} is in no resourceGroup")
     _check_cycles(k.cohorts)
+    _check_flavor_nodes(scenario)
     namespaces = {t.ns for t in scenario.tenants} | {"default"}
     cqs = {q.name for q in k.cluster_queues}
     for i, lq in enumerate(k.local_queues):
@@ -210,6 +211,33 @@ def _check_groups(path: str, groups: list[ResourceGroup], flavors: set[str], has
                         parse_quantity(quota.lending_limit) > parse_quantity(quota.nominal_quota)):
                     raise SpecError(f"{at}.resources[{q}].lendingLimit", "must be <= nominalQuota")
     return seen_flavors
+
+
+def _check_flavor_nodes(scenario: Scenario) -> None:
+    """A flavor's quota of a resource its nodes do not have admits workloads whose pods can never
+    run (Kueue accepts such a ClusterQueue; its workloads then wait forever, and a run without a
+    horizon never ends): refused, as a pod that fits no node pool is."""
+    k = scenario.kueue
+    pools = {f.name: [p for p in scenario.cluster.pools if all(p.labels.get(key) == value
+                                                               for key, value in f.node_labels.items())]
+             for f in k.resource_flavors}
+    for i, f in enumerate(k.resource_flavors):
+        if not pools[f.name]:
+            labels = ", ".join(f"{key}={value}" for key, value in f.node_labels.items())
+            raise SpecError(f"kueue.resourceFlavors[{i}].nodeLabels", f"no node pool has the labels {labels}")
+    owners = [("clusterQueues", q.resource_groups) for q in k.cluster_queues] + \
+             [("cohorts", c.resource_groups) for c in k.cohorts]
+    counts: dict[str, int] = {}
+    for kind, groups in owners:
+        n = counts[kind] = counts.get(kind, -1) + 1
+        for g, group in enumerate(groups):
+            for fi, flavor in enumerate(group.flavors):
+                for q, quota in enumerate(flavor.resources):
+                    offered = max(parse_quantity(p.resources.get(quota.name, 0)) for p in pools[flavor.name])
+                    if parse_quantity(quota.nominal_quota) > 0 and offered <= 0 and quota.name != "pods":
+                        raise SpecError(f"kueue.{kind}[{n}].resourceGroups[{g}].flavors[{fi}].resources[{q}]",
+                                        f"quota of {quota.name} in flavor {flavor.name!r}, whose nodes have none: "
+                                        "a workload admitted to it could never run")
 
 
 def _check_cycles(cohorts: list[Cohort]) -> None:

@@ -16,17 +16,13 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
-    NonNegativeFloat,
-    NonNegativeInt,
     PlainValidator,
-    PositiveFloat,
     ValidationError,
     create_model,
     field_validator,
@@ -34,7 +30,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel, to_pascal
 
-from .quantity import parse_duration, parse_quantity
+from ..errors import SpecError
+from .quantity import MAX_SECONDS, parse_duration, parse_quantity
+from .yamltext import parse_yaml
 
 _RESOURCE_NAME = re.compile(r"^(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -71,6 +69,28 @@ def _dns_label(value: str) -> str:
     return value
 
 
+MAX_NODES = 100_000
+"""Most nodes a scenario may have (Kubernetes tests clusters of 5,000; Slurm runs tens of thousands)."""
+MAX_PODS = 100_000
+"""Most pods one job or one task may have."""
+MAX_JOBS = 10_000_000
+"""Most jobs a scenario may have, its workloads' included (the 1M-job benchmark is a tenth of it)."""
+MAX_SEED = 2**63 - 1
+MAX_INT32 = 2**31 - 1
+MAX_UINT32 = 2**32 - 1
+MIN_SCHEDULE_PERIOD = 0.01
+"""Shortest schedulePeriod (10 ms): a session every nanosecond would never finish a day's run."""
+
+
+def _whole_extended(value: dict[str, Any]) -> dict[str, Any]:
+    """Extended resources (a `/` in the name, e.g. nvidia.com/gpu) are whole numbers: Kubernetes'
+    ValidateResourceRequirements refuses `nvidia.com/gpu: 0.5` ("must be an integer")."""
+    for name, amount in value.items():
+        if "/" in name and not name.startswith("kubernetes.io/") and not parse_quantity(amount).is_integer():
+            raise ValueError(f"{name}: {amount!r} must be a whole number (an extended resource is not divisible)")
+    return value
+
+
 Quantity = Annotated[str | int | float, AfterValidator(_non_negative_quantity)]
 Duration = Annotated[str | int | float, AfterValidator(_non_negative_duration)]
 PositiveDuration = Annotated[str | int | float, AfterValidator(_positive_duration)]
@@ -86,13 +106,16 @@ def _resource_names(value: dict[str, Any]) -> dict[str, Any]:
 
 
 ResourceList = Annotated[dict[str, Quantity], AfterValidator(_resource_names)]
+PodResources = Annotated[ResourceList, AfterValidator(_whole_extended)]
+"""A node's capacity or a pod's requests: extended resources in whole units."""
 
 
 class Model(BaseModel):
     """Base: unknown fields are errors, objects are immutable, YAML keys are camelCase."""
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_camel, validate_default=False
+        extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_camel, validate_default=False,
+        strict=True, allow_inf_nan=False,
     )
 
 
@@ -126,8 +149,8 @@ class NodePool(Model):
     """`count` identical nodes named `<name>-<i>`; `speed` scales job work on them (1 = reference GPU)."""
 
     name: Namespace
-    count: int = Field(ge=1)
-    resources: ResourceList
+    count: int = Field(ge=1, le=MAX_NODES)
+    resources: PodResources
     labels: dict[str, str] = {}
     taints: list[Taint] = []
     speed: float = Field(default=1.0, gt=0)
@@ -151,7 +174,7 @@ class TopologyTier(Model):
     """
 
     name: Namespace
-    size: int = Field(ge=1)
+    size: int = Field(ge=1, le=MAX_NODES)
 
 
 class Topology(Model):
@@ -209,7 +232,7 @@ class Queue(Model):
     deserved: ResourceList = {}
     guarantee: ResourceList = {}
     reclaimable: bool = True
-    priority: int = Field(default=0, ge=0)
+    priority: int = Field(default=0, ge=0, le=MAX_INT32)
     parent: str = "root"
     state: Literal["Open", "Closed"] = "Open"
 
@@ -228,8 +251,8 @@ class PriorityClass(Model):
 class Elastic(Model):
     """Elastic replica bounds of a task role: runs with any count in [min, max]."""
 
-    min: int = Field(ge=1)
-    max: int = Field(ge=1)
+    min: int = Field(ge=1, le=MAX_PODS)
+    max: int = Field(ge=1, le=MAX_PODS)
 
     @model_validator(mode="after")
     def _ordered(self) -> Elastic:
@@ -249,9 +272,9 @@ class Task(Model):
     """A vcjob task (role): `replicas` identical pods with per-pod `resources` requests."""
 
     name: Namespace = "worker"
-    replicas: int | None = Field(default=None, ge=1)
+    replicas: int | None = Field(default=None, ge=1, le=MAX_PODS)
     min_available: int | None = Field(default=None, ge=0)
-    resources: ResourceList = {}
+    resources: PodResources = {}
     node_selector: dict[str, str] = {}
     tolerations: list[Toleration] = []
     elastic: Elastic | None = None
@@ -369,7 +392,7 @@ class Distribution(Model):
     high: Duration | None = None
     mean: PositiveDuration | None = None
     median: PositiveDuration | None = None
-    sigma: float | None = Field(default=None, ge=0)
+    sigma: float | None = Field(default=None, ge=0, le=10)
     std: Duration | None = None
     choices: list[Duration] | None = None
     weights: list[float] | None = None
@@ -424,9 +447,9 @@ class Trace(Model):
     of job objects: it is read, checked and compiled as arrays."""
 
     names: list[ObjectName]
-    submit: list[NonNegativeFloat]
-    gpus: list[NonNegativeInt]
-    duration: list[PositiveFloat]
+    submit: list[Annotated[float, Field(ge=0, le=MAX_SECONDS)]]
+    gpus: list[Annotated[int, Field(ge=0, le=MAX_PODS * 1000)]]
+    duration: list[Annotated[float, Field(gt=0, le=MAX_SECONDS)]]
 
     @model_validator(mode="after")
     def _columns(self) -> Trace:
@@ -460,11 +483,11 @@ class Workload(Model):
     arrival: Arrival | None = None
     start: Duration = 0
     end: PositiveDuration | None = None
-    count: int | None = Field(default=None, ge=1)
+    count: int | None = Field(default=None, ge=1, le=MAX_JOBS)
     gpus: Random = 0
-    gpus_per_pod: int = Field(default=8, ge=1)
+    gpus_per_pod: int = Field(default=8, ge=1, le=MAX_PODS)
     gpu_resource: str = "nvidia.com/gpu"
-    resources: ResourceList = {}
+    resources: PodResources = {}
     per_gpu: ResourceList = {}
     duration: Random | None = None
     trace: Trace | None = None
@@ -473,7 +496,7 @@ class Workload(Model):
     grace_period: Duration = 30
     preemptible: bool = True
     network_topology: NetworkTopology | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
 
     @model_validator(mode="after")
     def _bounded(self) -> Workload:
@@ -545,7 +568,7 @@ class SlurmQos(Model):
     GraceTime and TRES limits (`gres/gpu=8,cpu=64`)."""
 
     name: Namespace
-    priority: int = Field(default=0, ge=0)
+    priority: int = Field(default=0, ge=0, le=MAX_UINT32)
     preempt: list[str] = []
     preempt_mode: PreemptMode | None = None
     grace_time: Duration = 0
@@ -586,15 +609,16 @@ class SlurmCluster(Model):
 class SlurmConf(BaseModel):
     """slurm.conf scheduling keys, spelled as slurm.conf spells them (`SchedulerType`, ...)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_pascal)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_pascal,
+                              strict=True, allow_inf_nan=False)
     scheduler_type: Literal["sched/backfill", "sched/builtin"] = "sched/backfill"
     scheduler_parameters: str = ""
     priority_type: Literal["priority/basic", "priority/multifactor"] = "priority/multifactor"
-    priority_weight_age: int = Field(default=0, ge=0)
-    priority_weight_fairshare: int = Field(default=0, ge=0)
-    priority_weight_job_size: int = Field(default=0, ge=0)
-    priority_weight_partition: int = Field(default=0, ge=0)
-    priority_weight_q_o_s: int = Field(default=0, ge=0, alias="PriorityWeightQOS")
+    priority_weight_age: int = Field(default=0, ge=0, le=MAX_UINT32)
+    priority_weight_fairshare: int = Field(default=0, ge=0, le=MAX_UINT32)
+    priority_weight_job_size: int = Field(default=0, ge=0, le=MAX_UINT32)
+    priority_weight_partition: int = Field(default=0, ge=0, le=MAX_UINT32)
+    priority_weight_q_o_s: int = Field(default=0, ge=0, le=MAX_UINT32, alias="PriorityWeightQOS")
     priority_weight_t_r_e_s: str = Field(default="", alias="PriorityWeightTRES")
     priority_decay_half_life: Duration = "7d"
     priority_max_age: Duration = "7d"
@@ -622,7 +646,7 @@ class SlurmConf(BaseModel):
     def _tres_weights(cls, value: str) -> str:
         for item in _items(value):
             key, _, number = item.partition("=")
-            if key.lower() not in SLURM_TRES or not number.isdigit():
+            if key.lower() not in SLURM_TRES or not _WHOLE.match(number) or int(number) > MAX_UINT32:
                 raise ValueError(f"{item!r}: expected TRES=weight with TRES one of {', '.join(SLURM_TRES)}")
         return value
 
@@ -639,8 +663,21 @@ class SlurmConf(BaseModel):
     def _parameters(cls, value: str) -> str:
         for item in _items(value):
             key, _, number = item.partition("=")
-            if number and not number.lstrip("-").isdigit():
+            if number and not _WHOLE.match(number):
                 raise ValueError(f"{key}={number!r}: expected a whole number")
+            if key in SCHEDULER_PARAMETER_RANGES and number:
+                low, high, *allowed = SCHEDULER_PARAMETER_RANGES[key]
+                if not (low <= int(number) <= high or int(number) in allowed):
+                    also = f" or {allowed[0]}" if allowed else ""
+                    raise ValueError(f"{key}={number}: Slurm accepts {low}..{high}{also} (else it logs "
+                                     f"'Invalid SchedulerParameters {key}' and uses its default)")
+        return value
+
+    @field_validator("priority_calc_period")
+    @classmethod
+    def _calc_period(cls, value: str | float) -> str | float:
+        if parse_duration(value) < 60:
+            raise ValueError("must be at least 1m: slurm.conf gives PriorityCalcPeriod in whole minutes")
         return value
 
     def parameters(self) -> dict[str, int | bool]:
@@ -666,6 +703,15 @@ class SlurmConf(BaseModel):
     def enforces_limits(self) -> bool:
         return self.slurmdbd and bool({"limits", "qos", "safe"} & set(_items(self.accounting_storage_enforce)))
 
+
+_WHOLE = re.compile(r"^-?[0-9]{1,10}$")
+# SchedulerParameters the simulator reads, with the range Slurm's backfill.c / sched plugin accept
+# (`_load_config`: bf_interval -1 or 1..MAX_BACKFILL_INTERVAL (10800), bf_resolution 1..3600,
+# bf_window 1..43200 minutes, bf_max_job_test 1..1,000,000); sched_interval is in seconds, >= 1.
+SCHEDULER_PARAMETER_RANGES = {
+    "bf_interval": (1, 10800, -1), "bf_resolution": (1, 3600), "bf_window": (1, 43200),
+    "bf_max_job_test": (1, 1_000_000), "sched_interval": (1, 86400),
+}
 
 PRIORITY_FLAGS = ("ACCRUE_ALWAYS", "NO_FAIR_TREE", "NO_NORMAL_PART", "NO_NORMAL_QOS", "NO_NORMAL_TRES",
                   "SMALL_RELATIVE_TO_TIME")
@@ -715,11 +761,17 @@ VOLCANO_PLUGINS = (
     "overcommit", "sla", "network-topology-aware", "task-topology", "tdm", "deviceshare", "numa-aware", "cdp",
     "rescheduling", "usage", "pdb", "nodegroup", "extender", "resourcequota", "resource-strategy-fit",
 )
+_NUMERIC_ARGUMENTS = {
+    "binpack.weight": 0.0, "binpack.cpu": 0.0, "binpack.memory": 0.0, "leastrequested.weight": 0.0,
+    "mostrequested.weight": 0.0, "balancedresource.weight": 0.0, "overcommit-factor": 1.0,
+    "ancestorReclaimLevel": 0.0,
+}
+"""Plugin arguments read as numbers, and the least each may be."""
 VOLCANO_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle", "gangpreempt", "gangreclaim")
 
 PluginSwitches = create_model(
     "PluginSwitches",
-    __config__=ConfigDict(extra="forbid", frozen=True),
+    __config__=ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False),
     **{switch: (bool | None, None) for switch, _ in EXTENSION_POINTS.values()},
 )
 
@@ -737,6 +789,24 @@ class PluginOption(PluginSwitches):  # type: ignore[misc, valid-type]
             raise ValueError(f"unknown plugin {value!r}; Volcano plugins are {', '.join(VOLCANO_PLUGINS)}")
         return value
 
+    @field_validator("arguments")
+    @classmethod
+    def _numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """The arguments the simulator reads as numbers must be finite numbers >= their minimum
+        (Volcano's overcommit plugin ignores a factor below 1.0 and falls back to 1.2)."""
+        for key, given in value.items():
+            low = _NUMERIC_ARGUMENTS.get(key, 0.0 if key.startswith("binpack.resources.") else None)
+            if key == "sla-waiting-time":
+                _positive_duration(given)
+            elif low is not None:
+                try:
+                    number = parse_quantity(given)  # strict: no bool, nan, inf or full-width digits
+                except ValueError as err:
+                    raise ValueError(f"{key}: {err}") from None
+                if number < low:
+                    raise ValueError(f"{key}: must be >= {low:g}")
+        return value
+
     def enabled(self) -> frozenset[str]:
         """The extension points this plugin registers, with Volcano's defaults applied."""
         on = set()
@@ -748,12 +818,12 @@ class PluginOption(PluginSwitches):  # type: ignore[misc, valid-type]
 
 
 class Tier(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
     plugins: list[PluginOption] = Field(min_length=1)
 
 
 class ActionConfiguration(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
     name: str
     arguments: dict[str, Any] = {}
 
@@ -761,7 +831,7 @@ class ActionConfiguration(BaseModel):
 class SchedulerConf(BaseModel):
     """`volcano-scheduler.conf` as Volcano reads it: `actions` (comma list), `tiers`, `configurations`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
     actions: str
     tiers: list[Tier] = Field(min_length=1)
     configurations: list[ActionConfiguration] = []
@@ -796,9 +866,9 @@ def _conf_text(value: Any) -> Any:
     """Accept the conf as the ConfigMap holds it: one YAML string (`volcano-scheduler.conf: |`)."""
     if isinstance(value, str):
         try:
-            return yaml.safe_load(value)
-        except yaml.YAMLError as err:
-            raise ValueError(f"not YAML: {str(err).splitlines()[0]}") from None
+            return parse_yaml(value, "conf")
+        except SpecError as err:
+            raise ValueError(err.message) from None
     return value
 
 
@@ -817,6 +887,13 @@ class Scheduler(Model):
     kueue: KueueConfiguration | None = None
     kube: KubeSchedulerConfiguration | None = None
     schedule_period: PositiveDuration = 1
+
+    @field_validator("schedule_period")
+    @classmethod
+    def _period(cls, value: str | float) -> str | float:
+        if parse_duration(value) < MIN_SCHEDULE_PERIOD:
+            raise ValueError(f"must be at least {MIN_SCHEDULE_PERIOD:g}s")
+        return value
     queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] | None = None
     """How allocate treats a queue's first job that cannot be placed: BestEffortFIFO (Volcano's
     allocate: skip it, try the jobs behind it) or StrictFIFO (the queue stops there for the rest
@@ -847,7 +924,7 @@ class Scenario(Model):
 
     name: str = "scenario"
     description: str = ""
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     horizon: PositiveDuration | None = None
     cluster: Cluster
     tenants: list[Tenant] = []

@@ -23,6 +23,8 @@ dict {tenant: queue}. Bad input raises `SpecError` naming the file, line and col
 from __future__ import annotations
 
 import functools
+import io
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,8 +33,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SpecError
-from ..spec.model import Workload
-from ..spec.quantity import parse_duration
+from ..spec.io import read_text
+from ..spec.model import MAX_NODES, Workload
+from ..spec.quantity import MAX_SECONDS, parse_duration
 
 GPU = "nvidia.com/gpu"
 GPU_MILLI = "alibaba.com/gpu-milli"
@@ -44,7 +47,9 @@ QueueMap = str | Mapping[str, str]
 
 def cluster(gpus: int, gpus_per_node: int = 8, cpu: int = 96, memory: str = "768Gi") -> dict:
     """A homogeneous cluster of `gpus` GPUs in nodes of `gpus_per_node` (the Helios/Philly shape)."""
-    if gpus <= 0 or gpus % gpus_per_node:
+    if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
+        raise SpecError("gpus_per_node", f"must be a whole number >= 1, got {gpus_per_node!r}")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus <= 0 or gpus % gpus_per_node:
         raise SpecError("gpus", f"{gpus} GPUs is not a positive multiple of {gpus_per_node} GPUs per node")
     resources = {GPU: gpus_per_node, "cpu": cpu, "memory": memory}
     return {"pools": [{"name": "gpu", "count": gpus // gpus_per_node, "resources": resources}]}
@@ -150,19 +155,31 @@ def swf(path: str | Path, *, n: int | None = None, window: tuple | None = None, 
     fields = {"user": 11, "group": 12, "queue": 14, "partition": 15}
     if tenant not in fields:
         raise SpecError("tenant", f"{tenant!r}: expected one of {', '.join(fields)}")
+    _options(n, window, seed, load)
+    if per_node < 1 or (nodes is not None and not 1 <= nodes <= MAX_NODES):
+        raise SpecError("per_node" if per_node < 1 else "nodes", f"must be a whole number from 1 (got "
+                        f"{per_node if per_node < 1 else nodes})")
     rows, lines = [], []
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            text = line.split(";", 1)[0].split()
-            if not text:
-                continue
-            if len(text) != 18:
-                raise SpecError(f"{Path(path).name} line {line_no}", f"{len(text)} fields, SWF has 18")
-            try:
-                rows.append([float(v) for v in text])
-            except ValueError:
-                raise SpecError(f"{Path(path).name} line {line_no}", "a field is not a number") from None
-            lines.append(line_no)
+    try:
+        text_of_file = read_text(Path(path))
+    except SpecError as err:
+        raise SpecError(Path(path).name, err.message.removeprefix(f"{path}: ")) from None
+    for line_no, line in enumerate(text_of_file.splitlines(), 1):
+        text = line.split(";", 1)[0].split()
+        if not text:
+            continue
+        if len(text) != 18:
+            raise SpecError(f"{Path(path).name} line {line_no}", f"{len(text)} fields, SWF has 18")
+        try:
+            row = [float(v) for v in text]
+        except ValueError:
+            raise SpecError(f"{Path(path).name} line {line_no}", "a field is not a number") from None
+        if not all(np.isfinite(row)) or any(abs(v) > MAX_SECONDS for v in row):
+            raise SpecError(f"{Path(path).name} line {line_no}", "a field is not a finite number in range")
+        rows.append(row)
+        lines.append(line_no)
+    if not rows:
+        raise SpecError(Path(path).name, "no jobs (every line is blank or a ; comment)")
     data = np.array(rows, float).reshape(-1, 18)
     runtime = data[:, 3]
     bad = (runtime < 0) & (runtime != -1)
@@ -196,14 +213,26 @@ def swf(path: str | Path, *, n: int | None = None, window: tuple | None = None, 
 
 
 def _read(path: str | Path, columns: list[str]) -> pd.DataFrame:
+    """The CSV as strings; blank lines dropped, each row's line in the file kept in `attrs["lines"]`."""
     path = Path(path)
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as err:
+        text = read_text(path)
+    except SpecError as err:
+        raise SpecError(path.name, err.message.removeprefix(f"{path}: ")) from None
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_values=[""],
+                         skip_blank_lines=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as err:
         raise SpecError(path.name, f"cannot read it as CSV: {str(err).splitlines()[0]}") from None
     for column in columns:
         if column not in df.columns:
-            raise SpecError(path.name, f"missing column {column!r} (has {', '.join(df.columns)})")
+            raise SpecError(path.name, f"missing column {column!r} (has {', '.join(map(str, df.columns))})")
+    lines = np.arange(len(df)) + 2  # the header is line 1
+    kept = ~df.isna().all(axis=1).to_numpy()
+    df = df[kept].reset_index(drop=True)
+    df.attrs["lines"] = lines[kept]
+    if not len(df):
+        raise SpecError(path.name, "no rows after the header")
     return df
 
 
@@ -212,13 +241,15 @@ def _check(path: str | Path, df: pd.DataFrame, column: str, bad, message: str) -
     bad = np.asarray(bad, bool)
     if bad.any():
         i = int(np.argmax(bad))
-        raise SpecError(f"{Path(path).name} line {i + 2}, column {column}",
+        line = df.attrs["lines"][i] if "lines" in df.attrs else i + 2
+        raise SpecError(f"{Path(path).name} line {line}, column {column}",
                         f"{message} (got {df[column].iloc[i]!r})")
 
 
 def _number(path: str | Path, df: pd.DataFrame, column: str, positive: bool = False) -> np.ndarray:
     values = pd.to_numeric(df[column], errors="coerce").to_numpy(float)
     _check(path, df, column, np.isnan(values), "not a number")
+    _check(path, df, column, np.isinf(values), "not a finite number")
     if positive:
         _check(path, df, column, values <= 0, "must be > 0")
     else:
@@ -236,8 +267,7 @@ def _select(table: pd.DataFrame, n: int | None, window: tuple | None, seed: int,
             load: float) -> tuple[pd.DataFrame, int]:
     """Window, seeded sample, load rescaling; submit times from the first kept job; submit order.
     Also the digits of the largest row number, so a row's job name does not depend on the sample."""
-    if load <= 0:
-        raise SpecError("load", f"must be > 0, got {load}")
+    _options(n, window, seed, load)
     width = len(str(int(table.index.max()))) if len(table) else 1
     table = table.sort_values("submit", kind="stable")
     origin = table["submit"].min() if len(table) else 0.0
@@ -251,6 +281,23 @@ def _select(table: pd.DataFrame, n: int | None, window: tuple | None, seed: int,
     if len(table):
         table = table.assign(submit=((table["submit"] - table["submit"].min()) / load).round(3))
     return table, width
+
+
+def _options(n, window, seed, load) -> None:
+    """The loaders' common options, each refused with one line naming it."""
+    if isinstance(load, bool) or not isinstance(load, (int, float)) or not 0 < load < math.inf:
+        raise SpecError("load", f"must be > 0, got {load!r}")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise SpecError("n", f"must be a whole number >= 0, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise SpecError("seed", f"must be a whole number >= 0, got {seed!r}")
+    if window is not None:
+        try:
+            start, end = (parse_duration(w) for w in window)
+        except (TypeError, ValueError) as err:
+            raise SpecError("window", f"expected (start, end) durations: {err}") from None
+        if not 0 <= start < end:
+            raise SpecError("window", f"expected 0 <= start < end, got {window!r}")
 
 
 def _label(text: str) -> str:
