@@ -33,16 +33,13 @@ from ..compare import compare, load_run
 from ..engine.problem import kubernetes_minor
 from ..engine.simulate import simulate
 from ..errors import LabkitError
+from ..k8s.observe import DEFAULT_SCHEDULE_PERIOD, VCJOB_START_SESSIONS
 from ..results import Result
 from ..spec import Scenario, loads
 from ..spec.quantity import parse_duration
 
 RECORDINGS = Path(__file__).with_name("volcano-real")
 """The recorded real runs shipped with labkit (`labkit replay` without DIR)."""
-
-VCJOB_START_SESSIONS = 2
-"""Sessions a new vcjob needs to run: one enqueues its PodGroup (the controller then creates the
-pods), the next allocates them (recorded: 1.10-1.67 s from create to Running at a 1 s period)."""
 
 META_KEYS = {"volcano", "kubernetes", "schedulePeriod", "random", "notes"}
 
@@ -86,7 +83,7 @@ def load_recording(folder: Path) -> Recording:
         _score_as(data, str(kubernetes))
     scenario = loads(yaml.safe_dump(data, sort_keys=False), source=str(scenario_file))
     real = load_run(str(folder / "real.json"))
-    period = parse_duration(meta.get("schedulePeriod", "1s"))
+    period = parse_duration(meta.get("schedulePeriod", DEFAULT_SCHEDULE_PERIOD))
     real.setdefault("schedule_period", period)
     real.setdefault("start_sessions", VCJOB_START_SESSIONS)
     real["pods"] = _recorded_pods(folder / "pods.tsv", float(real.get("time_scale", 1.0)))

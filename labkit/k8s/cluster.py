@@ -44,7 +44,7 @@ from .manifests import (
     nodes,
     scheduler_configmap,
 )
-from .observe import Recorder
+from .observe import DEFAULT_SCHEDULE_PERIOD, Recorder
 
 CLUSTERS = Path(__file__).resolve().parents[2] / "clusters"
 """The hand-written set-up (kind/, volcano/, kwok/) beside the package in the labkit checkout."""
@@ -294,7 +294,7 @@ def observe(api: Api, scenario: Scenario, timeout: float, settle: float = 1.0) -
     Each kind has its own watch stream, so the last job's Completed may overtake its pods' last
     events: observe stops only once the streams have been quiet for `settle` seconds.
     """
-    recorder = Recorder(scenario)
+    recorder = Recorder(scenario, scheduler_period(api))
     selector = f"{MANAGED_BY}=labkit,{LAB}={recorder.lab}"
     events: queue.Queue = queue.Queue()
     stop = threading.Event()
@@ -319,19 +319,67 @@ def observe(api: Api, scenario: Scenario, timeout: float, settle: float = 1.0) -
     return recorder.result()
 
 
+def scheduler_period(api: Api) -> float:
+    """vc-scheduler's `--schedule-period` in seconds, read off its Deployment (Volcano's 1s default when
+    the flag is not given or the Deployment is not where the helm chart puts it)."""
+    try:
+        deployment = api.resource("apps/v1", "Deployment").get(
+            name=SCHEDULER_DEPLOYMENT, namespace=SCHEDULER_NAMESPACE, _request_timeout=API_TIMEOUT).to_dict()
+    except ApiException:
+        return DEFAULT_SCHEDULE_PERIOD
+    for container in deployment["spec"]["template"]["spec"]["containers"]:
+        words = [*(container.get("command") or []), *(container.get("args") or [])]
+        for i, word in enumerate(words):
+            if word.startswith("--schedule-period="):
+                return parse_duration(word.split("=", 1)[1])
+            if word == "--schedule-period" and i + 1 < len(words):
+                return parse_duration(words[i + 1])
+    return DEFAULT_SCHEDULE_PERIOD
+
+
+RETRYABLE_WATCH = frozenset({429, 500, 503, 504})
+"""API statuses after which a watch resumes from the last resource version it saw (e.g. 504
+`Too large resource version`: the apiserver's cache has not caught up with etcd yet)."""
+GONE = 410
+"""The resource version is too old to resume from: list again (a watch without one starts with the current state)."""
+WATCH_RECONNECTS = 5
+"""Connection failures in a row after which observe gives the cluster up."""
+
+
 def _watch(api: Api, resource, label_selector: str | None, field_selector: str | None, out: queue.Queue,
-           stop: threading.Event) -> None:
-    """Stream one kind's watch events (raw, as the API sends them) into `out` until stopped."""
+           stop: threading.Event, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Stream one kind's watch events (raw, as the API sends them) into `out` until stopped.
+
+    A watch ends every 30 s and after retryable API errors: it resumes from the last resource
+    version seen; on 410 Gone it lists again. Only a connection that stays lost, or an API error
+    that retrying cannot cure (e.g. 403), ends observe (one LabkitError put into `out`).
+    """
+    version: str | None = None
+    failures = 0
     while not stop.is_set():
         try:
             for event in api.dynamic.watch(resource, label_selector=label_selector, field_selector=field_selector,
-                                           timeout=30):
-                out.put({"type": event["type"], "object": event["raw_object"]})
+                                           resource_version=version, timeout=30):
+                failures = 0
+                version = event["raw_object"].get("metadata", {}).get("resourceVersion") or version
+                if event["type"] != "BOOKMARK":
+                    out.put({"type": event["type"], "object": event["raw_object"]})
                 if stop.is_set():
                     return
-        except CONNECTION_ERRORS as err:  # the connection is gone: report once, observe raises it
-            out.put(LabkitError(f"watching {resource.kind}: lost the cluster at {api.host} ({err.__class__.__name__})"))
-            return
+        except ApiException as err:
+            if err.status == GONE:
+                version = None
+            elif err.status not in RETRYABLE_WATCH:
+                out.put(LabkitError(f"watching {resource.kind}: {_api_message(err)}"))
+                return
+            sleep(0.5)
+        except CONNECTION_ERRORS as err:
+            failures += 1
+            if failures >= WATCH_RECONNECTS:
+                out.put(LabkitError(f"watching {resource.kind}: lost the cluster at {api.host} "
+                                    f"({err.__class__.__name__}, {failures} times in a row)"))
+                return
+            sleep(min(2.0**failures, 10.0))
 
 
 # ---------------------------------------------------------------------------------------- down
