@@ -148,3 +148,22 @@ def test_the_shipped_copies_match_their_source():
     for folder in SHIPPED:
         for name in ("scenario.yaml", "real.json", "pods.tsv"):
             assert (folder / name).read_bytes() == (SHARED / folder.name / name).read_bytes(), (folder.name, name)
+
+
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+def test_an_evicted_surplus_pod_is_recreated_and_runs_its_whole_duration_again(engine):
+    """priority-preempt: preempt evicts one of low-elastic's 4 pods at 11 s; the vcjob controller
+    recreates it (SyncJob), it runs again from 32 s for its whole 60 s, and low-elastic completes at
+    92 s, as recorded; its other pods end at 61 s and free their GPUs for high-big."""
+    recording = load_recording(RECORDINGS / "priority-preempt")
+    result = simulate(recording.scenario, engine=engine)
+    real = {j["name"]: j for j in recording.real["jobs"]}
+    for job in result.jobs.itertuples():
+        assert (job.start, job.end, job.evictions) == (real[job.name]["start"], real[job.name]["end"],
+                                                       real[job.name]["evictions"]), job.name
+    runs = result.tasks[result.tasks.job == "ml/low-elastic"].sort_values(["index", "start"])
+    (evicted,) = runs[runs.evicted.notna()]["index"]  # which of the 4 alike pods: Volcano breaks the tie by UID
+    recreated = runs[runs["index"] == evicted]
+    assert len(recreated) == 2 and recreated.end.iloc[1] - recreated.start.iloc[1] == 60
+    assert (runs[runs["index"] != evicted].end == 61).all()
+    assert result.jobs.set_index("name").loc["low-elastic", "lost_work"] == 0

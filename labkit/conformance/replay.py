@@ -196,12 +196,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
               f"{result.why})")
         if args.verbose or not result.agree:
             print("\n".join(f"    {line}" for line in result.report().splitlines()))
-        for job, why in recording.random.items():
-            print(f"    variant {job}: {why}")
+        for why, jobs in _grouped(recording.random).items():
+            print(f"    variant {', '.join(jobs)}: {why}")
         passed += result.agree
         failed += not result.agree
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def _grouped(random: dict[str, str]) -> dict[str, list[str]]:
+    """why -> the jobs it explains, in the recording's order."""
+    out: dict[str, list[str]] = {}
+    for job, why in random.items():
+        out.setdefault(why, []).append(job)
+    return out
 
 
 def register(sub) -> None:
