@@ -201,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _register_plugins(sub) -> None:
     """Subcommands that live beside their subsystem (`labkit.k8s.commands.register`)."""
     from . import bench
+    from .conformance import replay
     from .course import commands as course_commands
     from .k8s import commands as k8s_commands
     from .slurm import commands as slurm_commands
@@ -209,6 +210,7 @@ def _register_plugins(sub) -> None:
     slurm_commands.register(sub)
     course_commands.register(sub)
     bench.register(sub)
+    replay.register(sub)
 
 
 def _warn_once(message, category, filename, lineno, file=None, line=None) -> None:

@@ -176,6 +176,10 @@ ENGINE_CONFS = {
         {"name": "binpack", "arguments": {"binpack.weight": 5, "binpack.cpu": 1, "binpack.memory": 0,
                                           "binpack.resources": "nvidia.com/gpu",
                                           "binpack.resources.nvidia.com/gpu": 4}}]),
+    "balanced-1.36": _volcano_conf("enqueue, allocate, backfill, reclaim, preempt", _TIER1, [
+        {"name": "overcommit"}, {"name": "drf"}, {"name": "predicates"}, {"name": "proportion"},
+        {"name": "nodeorder", "arguments": {"balancedresource.kubernetes": "1.36", "leastrequested.weight": 0}},
+        {"name": "binpack", "arguments": {"binpack.resources": "nvidia.com/gpu"}}]),
     "no-enqueue": _volcano_conf("allocate, backfill, reclaim", _TIER1, [
         {"name": "drf"}, {"name": "predicates"}, {"name": "proportion", "enabledOverused": False},
         {"name": "nodeorder"}]),
@@ -186,7 +190,7 @@ ENGINE_CONFS = {
         {"name": "conformance"}, {"name": "proportion"}, {"name": "predicates"}, {"name": "binpack"}]}]},
 }
 """Scheduler confs beyond the presets, for the engines to agree on: capacity, sla, binpack and
-nodeorder weights, switches turned off, other action orders, one tier, no queue gate (no
+nodeorder weights, Kubernetes 1.36's BalancedAllocation, switches turned off, other action orders, one tier, no queue gate (no
 proportion or capacity, no preempt or reclaim: allocate's discarded attempts are remembered)."""
 
 

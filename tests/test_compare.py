@@ -133,6 +133,9 @@ def test_reads_what_simulate_and_cluster_observe_print(tmp_path):
     ('{"scenario": "s"}', "not a run"),
     ('{"scenario": "s", "jobs": [{"name": "j", "submit": 0}]}', "jobs[0] has no start"),
     ('{"scenario": "s", "jobs": [], "time_scale": "fast"}', "time_scale must be a number"),
+    ('{"scenario": "s", "jobs": [], "schedule_period": -1}', "schedule_period must be a number >= 0"),
+    ('{"scenario": "s", "jobs": [], "start_sessions": true}', "start_sessions must be a number"),
+    ('{"scenario": "s", "jobs": [], "pods": [{"job": "j"}]}', "pods must be a list of objects with end, job"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, text, message):
     good = _write(tmp_path, "good.json", _run({"a": (0, 0)}, "s"))
@@ -159,3 +162,15 @@ def test_to_json_of_a_simulated_result_feeds_compare():
     assert data["scenario"] == "tiny" and [j["name"] for j in data["jobs"]] == ["a", "b"]
     assert json.loads(json.dumps(data)) == data  # NaN written as null
     assert compare(data, data).agree
+
+
+def test_a_real_volcano_s_latency_is_sessions_times_period_times_time_scale():
+    """A vcjob starts in its second session: at a 1 s period and time scale 600 a real start may
+    come 1200 scenario seconds after the simulator's, plus the 600 s rounding of a real second."""
+    sim = _run({"a": (0, 1), "b": (0, 2)}, "s")
+    real = _run({"a": (0, 1800), "b": (0, 1800)}, "s", time_scale=600, schedule_period=1, start_sessions=2)
+    result = compare(sim, real)
+    assert result.tolerance == 1200 + 600 and result.agree, result.report()
+    assert result.why == "latency 1200 s (2 session(s) x period 1 s x time scale 600, B) + rounding 0 s (A) + 600 s (B)"
+    late = _run({"a": (0, 1802), "b": (0, 1800)}, "s", time_scale=600, schedule_period=1, start_sessions=2)
+    assert compare(sim, late).problems == ["default/a: start differs by 1801 s"]

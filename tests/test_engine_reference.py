@@ -10,6 +10,7 @@ from labkit.conformance.runner import read_cases
 from labkit.engine.framework import ABSTAIN, PERMIT, REJECT, PriorityQueue
 from labkit.engine.problem import CPU, MEMORY, PODS, Ext, Plugin, PodGroupPhase, TaskStatus
 from labkit.engine.reference import open_session, podgroup_phase, run_session
+from labkit.errors import SpecError
 
 CASES = {c["id"]: c for c in read_cases(DEFAULT_CASES)}
 GI = 2.0**30
@@ -114,6 +115,40 @@ def test_binpack_scores(pod, node, derived, volcano):
     score = ssn.node_score(task, [n])[0]
     assert score == pytest.approx(derived)
     assert score == pytest.approx(volcano, abs=1e-6)
+
+
+def nodeorder_session(kubernetes):
+    """n1 (4 cpu, 4Gi) is empty; n2 runs a pod of 2Gi and no cpu; p2 asks for 2 cpu and no memory.
+    Only nodeorder's BalancedAllocation scores (leastrequested.weight 0)."""
+    pods = [{"name": "p1", "ns": "c1", "podgroup": "pg1", "phase": "Running", "node": "n2",
+             "requests": {"memory": "2Gi"}},
+            {"name": "p2", "ns": "c1", "podgroup": "pg1", "phase": "Pending", "requests": {"cpu": "2"}}]
+    nodes = [{"name": n, "cpu": "4", "memory": "4Gi", "pods": 10} for n in ("n1", "n2")]
+    arguments = {"leastrequested.weight": 0, "balancedresource.weight": 1}
+    if kubernetes:
+        arguments["balancedresource.kubernetes"] = kubernetes
+    config = {"actions": ["allocate"], "tiers": [[{"name": "nodeorder", "enabled": ["nodeOrder"],
+                                                   "arguments": arguments}]]}
+    problem, state = load_case(case_with(config, nodes=nodes, pods=pods))
+    return problem, open_session(problem, state)
+
+
+@pytest.mark.parametrize("kubernetes, n1, n2", [
+    # (1 - std after) x 100: n1 cpu 0.5, memory 0 -> std 0.25; n2 0.5 and 0.5 -> std 0
+    (None, 75, 100), ("1.35", 75, 100),
+    # 75 + 50 x (std before - std after): n1 0 -> 0.25 (62.5, truncated); n2 0.25 -> 0
+    ("1.36", 62, 87), ("v1.37.0", 62, 87),
+])
+def test_balanced_allocation_scores_by_kubernetes_version(kubernetes, n1, n2):
+    problem, ssn = nodeorder_session(kubernetes)
+    task = ssn.tasks[problem.task_names.index("c1/p2")]
+    assert ssn.node_score(task, list(ssn.nodes)) == [n1, n2]
+
+
+@pytest.mark.parametrize("value", [1.36, "1.x", "2.0"])
+def test_balanced_allocation_version_must_be_a_quoted_kubernetes_version(value):
+    with pytest.raises(SpecError, match="balancedresource.kubernetes"):
+        nodeorder_session(value)
 
 
 # --- vote combination (session_plugins.go) ---------------------------------------------------

@@ -3,11 +3,14 @@ against a recording stand-in for the API; the live path (marker `kind`) only whe
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from labkit import spec
 from labkit.cli import main
@@ -103,20 +106,38 @@ def test_down_cluster_leaves_a_cluster_labkit_did_not_create(tmp_path, monkeypat
 
 
 class RecordingApi:
-    """Stands in for `cluster.Api`: records what is applied and deleted; `live` holds labelled objects."""
+    """Stands in for `cluster.Api`: records what is applied, replaced and deleted; `live` holds objects
+    by kind (listed by their labels), `existing` objects anyone made, by (kind, namespace, name)."""
 
-    def __init__(self, live: dict[str, list[dict]] | None = None, refusals: int = 0):
+    context_name, host = "kind-labkit", "https://127.0.0.1:6443"
+
+    def __init__(self, live: dict[str, list[dict]] | None = None, refusals: int = 0,
+                 existing: dict[tuple, dict] | None = None):
         self.applied: list[dict] = []
+        self.replaced: list[dict] = []
         self.deleted: list[tuple[str, str]] = []
         self.live = live or {}
         self.refusals = refusals
+        self.existing = existing or {}
 
     def apply(self, obj: dict) -> None:
         self.applied.append(obj)
+        meta = obj["metadata"]
+        self.existing[(obj["kind"], meta.get("namespace"), meta["name"])] = obj
+        if (meta.get("labels") or {}).get(MANAGED_BY) == "labkit":
+            self.live.setdefault(obj["kind"], []).append(obj)
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        return self.existing.get((kind, namespace, name))
+
+    def replace(self, obj: dict) -> None:
+        self.replaced.append(obj)
 
     def labelled(self, api_version: str, kind: str, selector: str) -> list[dict]:
         assert selector.startswith(f"{MANAGED_BY}=labkit")
-        return [] if kind == "Pod" else self.live.get(kind, [])
+        wanted = dict(part.split("=", 1) for part in selector.split(","))
+        return [] if kind == "Pod" else [
+            i for i in self.live.get(kind, []) if wanted.items() <= (i["metadata"].get("labels") or {}).items()]
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None) -> str:
         if kind == "Queue" and self.refusals:
@@ -170,7 +191,7 @@ def test_down_deletes_jobs_first_keeps_volcanos_own_objects_and_restores_the_shi
 
 
 def test_down_gives_up_on_a_queue_that_is_never_freed(no_scheduler_restart):
-    api = RecordingApi(live={"Queue": [{"metadata": {"name": "a"}}]}, refusals=10**6)
+    api = RecordingApi(live={"Queue": [{"metadata": {"name": "a", "labels": {MANAGED_BY: "labkit"}}}]}, refusals=10**6)
     with pytest.raises(LabkitError, match="Queue a was not deleted: queue a cannot be deleted"):
         cluster.down(api, None, wait=0)
 
@@ -181,10 +202,10 @@ def test_down_gives_up_on_a_queue_that_is_never_freed(no_scheduler_restart):
 @pytest.fixture
 def live_api():
     try:
-        api = cluster.Api()
+        api = cluster.Api(os.environ.get("LABKIT_CONTEXT"))
         api.resource("batch.volcano.sh/v1alpha1", "Job")
     except LabkitError as err:
-        pytest.skip(f"no kind cluster with Volcano: {err}")
+        pytest.skip(f"no cluster with Volcano through KUBECONFIG/LABKIT_CONTEXT: {err}")
     return api
 
 
@@ -201,9 +222,14 @@ LIVE_LAB = {
 
 @pytest.mark.kind
 def test_a_small_lab_runs_on_the_cluster_and_is_observed(live_api):
+    """Any cluster KUBECONFIG (and LABKIT_CONTEXT) names, with Volcano and KWOK: pre-flight passes, the
+    lab runs, and down leaves the namespaces and PriorityClasses that existed as they were."""
     scenario = spec.validate(LIVE_LAB)
+    cluster.preflight(live_api, scenario, "apply")
+    before = live_api.get("v1", "Namespace", "default")
     try:
         assert cluster.apply(live_api, scenario, 60.0) == 3
+        cluster.preflight(live_api, scenario, "observe")
         result = cluster.observe(live_api, scenario, timeout=180)
         jobs = result.jobs
         assert jobs.state.tolist() == ["Completed"] * 3
@@ -211,3 +237,131 @@ def test_a_small_lab_runs_on_the_cluster_and_is_observed(live_api):
         assert set(result.tasks.node) <= {"livetest-0", "livetest-1"}
     finally:
         cluster.down(live_api, scenario.name)
+    after = live_api.get("v1", "Namespace", "default")
+    assert after["metadata"].get("labels") == before["metadata"].get("labels")
+
+
+# ---------------------------------------------------------------------------------------- what existed before
+
+
+def _theirs(kind: str, name: str, namespace: str | None = None, **fields) -> dict:
+    """An object someone else made: no labkit labels, the fields the API server adds."""
+    meta = {"name": name, "uid": "u-1", "resourceVersion": "7", "creationTimestamp": "2026-12-01T00:00:00Z",
+            "labels": {"owner": "them"}, **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta, **fields}
+
+
+def test_apply_records_what_existed_and_changes_it_without_labkit_s_labels(no_scheduler_restart):
+    conf = _theirs("ConfigMap", SCHEDULER_CONFIGMAP, "volcano-system", data={"volcano-scheduler.conf": "actions: x"})
+    ns = _theirs("Namespace", "ml", status={"phase": "Active"})
+    api = RecordingApi(existing={("ConfigMap", "volcano-system", SCHEDULER_CONFIGMAP): conf, ("Namespace", None, "ml"): ns})
+    cluster.apply(api, spec.preset("fragmentation"), 60.0, clock=lambda: 0.0, sleep=lambda s: None)
+    record = next(o for o in api.applied if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("labkit-existing-"))
+    assert api.applied.index(record) == 0  # recorded before anything is changed
+    kept = json.loads(record["data"]["objects"])
+    assert {(o["kind"], o["metadata"]["name"]) for o in kept} == {("ConfigMap", SCHEDULER_CONFIGMAP), ("Namespace", "ml")}
+    assert next(o for o in kept if o["kind"] == "ConfigMap")["data"] == {"volcano-scheduler.conf": "actions: x"}
+    assert all("resourceVersion" not in o["metadata"] and "status" not in o for o in kept)
+    changed = [o for o in api.applied[1:] if (o["kind"], o["metadata"]["name"]) in {("ConfigMap", SCHEDULER_CONFIGMAP),
+                                                                                 ("Namespace", "ml")}]
+    assert len(changed) == 2 and all(MANAGED_BY not in o["metadata"].get("labels", {}) for o in changed)
+    queue = next(o for o in api.applied if o["kind"] == "Queue")
+    assert queue["metadata"]["labels"][MANAGED_BY] == "labkit"  # labkit made it: labelled, deleted by down
+    # a second apply keeps the first record: what existed before labkit, not labkit's conf
+    cluster.apply(api, spec.preset("fragmentation"), 60.0, clock=lambda: 0.0, sleep=lambda s: None)
+    records = [o for o in api.applied if o["metadata"]["name"].startswith("labkit-existing-")]
+    assert len(records) == 1
+
+
+def test_down_restores_what_existed_and_deletes_only_what_labkit_created(no_scheduler_restart):
+    conf = _theirs("ConfigMap", SCHEDULER_CONFIGMAP, "volcano-system", data={"volcano-scheduler.conf": "actions: x"})
+    ns = _theirs("Namespace", "ml")
+    api = RecordingApi(existing={("ConfigMap", "volcano-system", SCHEDULER_CONFIGMAP): conf, ("Namespace", None, "ml"): ns})
+    cluster.apply(api, spec.preset("fragmentation"), 60.0, clock=lambda: 0.0, sleep=lambda s: None)
+    no_scheduler_restart.clear()
+    api.applied.clear()
+    cluster.down(api, "fragmentation")
+    deleted = {kind for kind, _ in api.deleted}
+    assert ("Namespace", "ml") not in api.deleted and ("Queue", "ml") in api.deleted and "Job" in deleted
+    assert [(o["kind"], o["metadata"]["name"]) for o in api.replaced] == [("ConfigMap", SCHEDULER_CONFIGMAP),
+                                                                         ("Namespace", "ml")]
+    assert api.replaced[1]["metadata"]["labels"] == {"owner": "them"}
+    assert no_scheduler_restart == ["actions: x"]  # the conf the cluster had, not the shipped one
+    assert not api.applied  # nothing re-applied: no shipped conf
+    assert ("ConfigMap", next(n for k, n in api.deleted if n.startswith("labkit-existing-"))) in api.deleted
+
+
+def test_apply_refuses_a_node_it_did_not_create(no_scheduler_restart):
+    api = RecordingApi(existing={("Node", None, "gpu-0"): _theirs("Node", "gpu-0")})
+    with pytest.raises(LabkitError, match="Node gpu-0 exists and labkit did not create it; labkit will not change it"):
+        cluster.apply(api, spec.preset("fragmentation"), 60.0, clock=lambda: 0.0, sleep=lambda s: None)
+    assert not api.applied
+
+
+# ---------------------------------------------------------------------------------------- any cluster: pre-flight
+
+
+class PreflightApi(RecordingApi):
+    """A cluster as pre-flight sees it: which CRDs are served, what RBAC allows, which Deployments run."""
+
+    def __init__(self, crds=True, denied=(), deployments=("volcano-system/volcano-scheduler", "kube-system/kwok-controller"),
+                 nodes=()):
+        super().__init__(live={"Node": [{"metadata": {"name": f"n{i}", "labels": {MANAGED_BY: "labkit"}},
+                                         "status": {"allocatable": a}} for i, a in enumerate(nodes)]})
+        self.crds, self.denied = crds, set(denied)
+        for name in deployments:
+            namespace, short = name.split("/")
+            self.existing[("Deployment", namespace, short)] = {"spec": {"replicas": 1}, "status": {"availableReplicas": 1}}
+        self.dynamic = SimpleNamespace(resources=SimpleNamespace(get=self._crd))
+
+    def _crd(self, api_version, kind):
+        if not self.crds and "volcano" in api_version:
+            raise ResourceNotFoundError(f"No matches found for {kind}")
+
+    def can(self, verb, api_version, kind, namespace=None):
+        return (verb, kind) not in self.denied
+
+    def labelled(self, api_version, kind, selector):
+        return self.live.get(kind, []) if selector == "type=kwok" else super().labelled(api_version, kind, selector)
+
+
+@pytest.mark.parametrize("api, action, message", [
+    (PreflightApi(crds=False), "apply", "kind-labkit: Volcano's CRDs are missing (no Job in batch.volcano.sh/v1alpha1)"),
+    (PreflightApi(denied={("patch", "Queue")}), "apply",
+     "RBAC does not let you patch Queue objects (scheduling.volcano.sh/v1beta1) cluster-wide"),
+    (PreflightApi(denied={("watch", "Pod")}), "observe", "RBAC does not let you watch Pod objects (v1) cluster-wide"),
+    (PreflightApi(denied={("delete", "Job")}), "down", "RBAC does not let you delete Job objects"),
+    (PreflightApi(deployments=()), "apply", "no Volcano scheduler answering: no Deployment volcano-system/volcano-scheduler"),
+    (PreflightApi(deployments=("volcano-system/volcano-scheduler",)), "apply", "no KWOK controller answering"),
+    (PreflightApi(nodes=[{"nvidia.com/gpu": "4", "cpu": "64", "memory": "512Gi"}]), "observe",
+     "no node has the resources of jobs[4].tasks[0] (nvidia.com/gpu=8, cpu=32, memory=256Gi) among 1 KWOK node(s)"),
+])
+def test_preflight_says_what_the_cluster_lacks_in_one_line(api, action, message):
+    with pytest.raises(LabkitError) as err:
+        cluster.preflight(api, spec.preset("fragmentation"), action)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_preflight_passes_on_a_cluster_with_all_it_needs():
+    nodes = [{"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi", "pods": "110"}]
+    for action in ("apply", "observe", "down"):
+        cluster.preflight(PreflightApi(nodes=nodes), spec.preset("fragmentation"), action)
+
+
+def test_the_context_is_named_on_the_first_line_before_anything_is_done(monkeypatch, capsys):
+    made = []
+
+    def fake_api(context, kubeconfig):
+        made.append((context, kubeconfig))
+        return PreflightApi(crds=False)
+
+    monkeypatch.setattr(cluster, "Api", fake_api)
+    assert main(["cluster", "apply", "--preset", "fragmentation", "--kubeconfig", "/tmp/k", "--context", "c1"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "labkit: context kind-labkit (https://127.0.0.1:6443)"
+    assert "Volcano's CRDs are missing" in err[1] and made == [("c1", "/tmp/k")]
+
+
+def test_a_kubeconfig_file_that_is_not_there_is_one_line(tmp_path, capsys):
+    _fails_with_one_line(capsys, ["cluster", "observe", "--preset", "fragmentation", "--kubeconfig",
+                                  str(tmp_path / "nope"), "--context", "c1"], "context 'c1'", "--kubeconfig FILE")

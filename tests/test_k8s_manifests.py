@@ -55,11 +55,11 @@ EDGE_CASES = {
                                             "max": {"memory": "1Ti"}}]}}],
     "queues": [{"name": "research", "weight": 4, "capability": {"nvidia.com/gpu": 24}, "deserved": {"nvidia.com/gpu": 16},
                 "guarantee": {"nvidia.com/gpu": 8}, "reclaimable": False, "priority": 2},
-               {"name": "research-low", "parent": "research"}],
+               {"name": "research-high", "parent": "research"}, {"name": "research-low", "parent": "research"}],
     "priorityClasses": [{"name": "urgent", "value": 100000, "description": "deadline work"},
                         {"name": "batch", "value": 10, "preemptionPolicy": "Never", "globalDefault": True}],
     "jobs": [
-        {"name": "elastic", "namespace": "lab-research", "queue": "research", "priorityClassName": "urgent",
+        {"name": "elastic", "namespace": "lab-research", "queue": "research-high", "priorityClassName": "urgent",
          "submit": "90m", "duration": "2h", "preemptible": False,
          "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
          "tasks": [{"name": "worker", "elastic": {"min": 2, "max": 3},
@@ -239,7 +239,7 @@ def test_vcjob_spec_carries_gang_queue_priority_policies_and_topology():
     jobs = {o["metadata"]["name"]: o for o in _objects("edge-cases") if o["kind"] == "Job"}
     elastic = jobs["elastic"]
     assert elastic["metadata"]["namespace"] == "lab-research"
-    assert elastic["spec"]["queue"] == "research" and elastic["spec"]["priorityClassName"] == "urgent"
+    assert elastic["spec"]["queue"] == "research-high" and elastic["spec"]["priorityClassName"] == "urgent"
     assert elastic["spec"]["schedulerName"] == "volcano"
     assert elastic["spec"]["minAvailable"] == 2 and elastic["spec"]["tasks"][0]["replicas"] == 3
     assert "policies" not in elastic["spec"]  # surplus pods: Volcano recreates just the evicted one

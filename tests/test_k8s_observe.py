@@ -16,6 +16,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from labkit import spec
 from labkit.k8s.observe import Recorder, result_json
@@ -188,9 +189,13 @@ class _WatchingApi:
         self.dynamic = self
 
     def resource(self, api_version: str, kind: str):
-        return SimpleNamespace(api_version=api_version, kind=kind)
+        return SimpleNamespace(api_version=api_version, kind=kind, get=self.no_deployment)
 
-    def watch(self, resource, label_selector=None, field_selector=None, timeout=None):
+    @staticmethod
+    def no_deployment(**_):
+        raise ApiException(status=404)  # no volcano-scheduler Deployment: Volcano's default period
+
+    def watch(self, resource, label_selector=None, field_selector=None, resource_version=None, timeout=None):
         self.calls.append((resource.kind, label_selector, field_selector))
         first = sum(1 for call in self.calls if call[0] == resource.kind) == 1
         for event in self.events if first else []:

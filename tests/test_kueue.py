@@ -11,6 +11,7 @@ import labkit
 from labkit import spec
 from labkit.conformance import format_report, run_cases
 from labkit.engine import kueue as k
+from labkit.errors import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "labkit" / "conformance" / "kueue-cases.yaml"
@@ -252,3 +253,60 @@ def test_conformance_json():
     out = run_cli("conformance", str(CASES), "--json")
     assert out.returncode == 0
     assert {"id": "preempt-lowest-priority", "passed": True, "skipped": False, "reason": ""} in json.loads(out.stdout)
+
+
+READER_CASES = """
+shared_cluster_queues:
+  standalone:
+    resource_groups:
+    - covered: [cpu, memory]
+      flavors:
+        default: {cpu: {nominal: 6}, memory: {nominal: 6}}
+    preemption: {withinClusterQueue: LowerPriority}
+  two-flavors:
+    resource_groups:
+    - covered: [cpu]
+      flavors:
+        on-demand: {cpu: {nominal: 2}}
+        spot: {cpu: {nominal: 2}}
+cases:
+- id: admitted-without-flavor-incoming-with-more-resources
+  level: preemption
+  mode: classic
+  cluster_queues: [standalone]
+  admitted:
+  - {name: low, cq: standalone, priority: -1, requests: {cpu: 4}}
+  - {name: mid, cq: standalone, priority: 0, requests: {cpu: 2}}
+  incoming: {cq: standalone, priority: 1, requests: {cpu: 2, memory: 1}, preempt_on: {cpu: default}}
+  expect:
+    preempted: {low: InClusterQueue}
+- id: admitted-with-kueue-s-message
+  level: scheduler
+  mode: classic
+  cluster_queues: [standalone]
+  pending:
+  - {name: a, cq: standalone, podsets: [{name: main, count: 1, per_pod: {cpu: 1}}]}
+  expect:
+    admitted:
+      a: {cq: standalone, flavor: {cpu: default}, count: 1, message: MESSAGE}
+"""
+
+
+@pytest.mark.parametrize("message, passed", [("Quota reserved in ClusterQueue standalone", True),
+                                             ("Quota reserved in ClusterQueue other", False)])
+def test_the_kueue_reader_takes_sole_flavors_extra_resources_and_messages(tmp_path, message, passed):
+    path = tmp_path / "cases.yaml"
+    path.write_text(READER_CASES.replace("MESSAGE", message))
+    results = run_cases(path)
+    assert results[0].passed, results[0].reason
+    assert results[1].passed == passed, results[1].reason
+    if not passed:
+        assert "'message': 'Quota reserved in ClusterQueue standalone'" in results[1].reason
+
+
+def test_an_admitted_workload_must_name_its_flavor_when_there_are_several(tmp_path):
+    path = tmp_path / "cases.yaml"
+    path.write_text(READER_CASES.replace("cq: standalone, priority: -1", "cq: two-flavors, priority: -1").replace(
+        "cluster_queues: [standalone]", "cluster_queues: [standalone, two-flavors]", 1))
+    with pytest.raises(SpecError, match=r"cases\[0\].admitted\[0\].flavor: ClusterQueue two-flavors has 2 flavors for cpu"):
+        run_cases(path)

@@ -26,7 +26,7 @@ BASE = {
     "queues": [{"name": "team-a", "weight": 2}, {"name": "team-b", "parent": "team-a"}],
     "priorityClasses": [{"name": "high", "value": 1000}],
     "jobs": [
-        {"name": "train", "namespace": "team-a", "queue": "team-a", "priorityClassName": "high", "duration": "2h",
+        {"name": "train", "namespace": "team-a", "queue": "team-b", "priorityClassName": "high", "duration": "2h",
          "tasks": [{"name": "worker", "replicas": 2, "resources": {"nvidia.com/gpu": 8, "cpu": 32}}]},
     ],
 }
@@ -167,6 +167,10 @@ BAD = [
     (scenario_with(queues__0__parent="team-b"), "queues[0].parent: queue parents form a cycle: team-a -> team-b -> team-a"),
     (scenario_with(queues__1__parent="nope"), "queues[1].parent: no queue named 'nope'"),
     (scenario_with(jobs__0__queue="team-x"), "jobs[0].queue: no queue named 'team-x'"),
+    (scenario_with(jobs__0__queue="team-a"), ("jobs[0].queue: Volcano's admission webhook refuses it: can only submit "
+                                             "job to leaf queue, queue `team-a` has 1 child queues")),
+    (scenario_with(jobs__0__queue="root"),
+     "jobs[0].queue: Volcano's admission webhook refuses it: can not submit job to root queue"),
     (scenario_with(jobs__0__priorityClassName="urgent"), "jobs[0].priorityClassName: no PriorityClass named 'urgent'"),
     (scenario_with(jobs__0__namespace="team-z"), "jobs[0].namespace: no tenant has namespace 'team-z'"),
     (scenario_with(queues__0__weight=0), "queues[0].weight: Input should be greater than or equal to 1"),

@@ -107,8 +107,11 @@ def _priority(value: Any) -> int:
     return NAMED_PRIORITY[value] if isinstance(value, str) else int(value or 0)
 
 
-def _admitted(entries: Any, where: str) -> list[k.Workload]:
-    """Admitted workloads: a list of mappings, or the short form ``a1..a3 in a, c1 in c; each 1 cpu``."""
+def _admitted(entries: Any, tree: k.Tree, where: str) -> list[k.Workload]:
+    """Admitted workloads: a list of mappings, or the short form ``a1..a3 in a, c1 in c; each 1 cpu``.
+
+    A workload may leave out ``flavor`` when its ClusterQueue has one flavor for each resource it uses.
+    """
     if isinstance(entries, str):
         names, _, rest = entries.partition(";")
         cpu = re.search(r"each ([\d.]+) cpu", rest)
@@ -124,14 +127,27 @@ def _admitted(entries: Any, where: str) -> list[k.Workload]:
                             "requests": {"cpu": float(cpu.group(1)) if cpu else 1}, "flavor": "default"})
         entries = out
     workloads = []
-    for e in entries or []:
+    for i, e in enumerate(entries or []):
         requests = {r: _quantity(r, v) for r, v in e["requests"].items()}
         wl = k.Workload(e["name"], e["cq"], [k.PodSet("main", 1, requests)], _priority(e.get("priority")),
                         float(e.get("created_at", 0)), admitted_at=float(e.get("admitted_at", 0)))
-        wl.usage = {(e["flavor"], r): v for r, v in requests.items()}
-        wl.flavors, wl.counts = [{r: e["flavor"] for r in requests}], [1]
+        flavors = {r: e["flavor"] if "flavor" in e else _only_flavor(tree, e["cq"], r, f"{where}.admitted[{i}]")
+                   for r in requests}
+        wl.usage = {(flavors[r], r): v for r, v in requests.items()}
+        wl.flavors, wl.counts = [flavors], [1]
         workloads.append(wl)
     return workloads
+
+
+def _only_flavor(tree: k.Tree, cq: str, resource: str, where: str) -> str:
+    """The one flavor ClusterQueue `cq` has for `resource` (SpecError when it has none or several)."""
+    if cq not in tree.cqs:
+        raise SpecError(f"{where}.cq", f"no ClusterQueue named {cq!r}")
+    flavors = [f for g in tree.cqs[cq].resource_groups if resource in g.covered for f in g.flavors]
+    if len(flavors) != 1:
+        raise SpecError(f"{where}.flavor", f"ClusterQueue {cq} has {len(flavors)} flavors for {resource}: "
+                                           "name the flavor")
+    return flavors[0]
 
 
 def _compare(got: Mapping, want: Mapping, what: str) -> list[str]:
@@ -140,13 +156,17 @@ def _compare(got: Mapping, want: Mapping, what: str) -> list[str]:
 
 
 def _run_preemption(case: Mapping, tree: k.Tree, fair: bool) -> list[str]:
+    """GetTargets for the incoming workload: preemption is needed on the flavors of ``preempt_on``; a
+    resource it requests beyond those fits already, on its ClusterQueue's one flavor for it."""
     inc = case["incoming"]
     requests = {r: _quantity(r, v) for r, v in inc["requests"].items()}
     wl = k.Workload("incoming", inc["cq"], [k.PodSet("main", 1, requests)], _priority(inc.get("priority")),
                     float(inc.get("created_at", 0)), uid="wl-in")
-    flavors = inc.get("preempt_on") or {}
+    preempt_on = inc.get("preempt_on") or {}
+    flavors = {r: preempt_on[r] if r in preempt_on else _only_flavor(tree, inc["cq"], r, "incoming")
+               for r in requests}
     usage = {(flavors[r], r): v for r, v in requests.items()}
-    need = {fr: v for fr, v in usage.items()}
+    need = {(flavors[r], r): v for r, v in requests.items() if r in preempt_on}
     targets = k.get_targets(tree, wl, need, usage, fair, tuple(case.get("strategies") or k.DEFAULT_STRATEGIES))
     got = {t.workload.name: t.reason for t in targets}
     return _compare(got, case["expect"].get("preempted") or {}, "preempted")
@@ -164,9 +184,14 @@ def _run_scheduler(case: Mapping, tree: k.Tree, fair: bool) -> list[str]:
         heads.setdefault(wl.cq, wl)
     entries = k.schedule(tree, list(heads.values()), fair=fair)
     expect = case["expect"]
+    want_admitted = expect.get("admitted") or {}
     admitted = {e.workload.name: {"cq": e.workload.cq, "flavor": dict(e.workload.flavors[0]),
-                                  "count": sum(e.workload.counts)} for e in entries if e.status == "admitted"}
-    diffs = _compare(admitted, expect.get("admitted") or {}, "admitted")
+                                  "count": sum(e.workload.counts), "message": e.message}
+                for e in entries if e.status == "admitted"}
+    for name, got in admitted.items():  # Kueue's message, as the engine records it, where the case gives one
+        if "message" not in (want_admitted.get(name) or {}):
+            del got["message"]
+    diffs = _compare(admitted, want_admitted, "admitted")
     if "preempted" in expect:
         got = {t.workload.name: t.reason for e in entries if e.status == "preempting" for t in e.targets}
         diffs += _compare(got, expect["preempted"] or {}, "preempted")
@@ -213,7 +238,7 @@ def run_case(case: Mapping, shared: Mapping, where: str) -> CaseResult:
             diffs = _run_queue(case)
         else:
             tree = _tree(case, shared, where)
-            for wl in _admitted(case.get("admitted"), where):
+            for wl in _admitted(case.get("admitted"), tree, where):
                 tree.add(wl)
             fair = case.get("mode") == "fair_sharing"
             if level == "preemption":

@@ -149,6 +149,7 @@ MUTABLE = {
     "run_start": ("J", np.nan, F), "work_done": ("J", 0, F), "lost_work": ("J", 0, F),
     "enq_t": ("J", np.nan, F), "start_t": ("J", np.nan, F), "end_t": ("J", np.nan, F),
     "evictions": ("J", 0, I), "restarts": ("J", 0, I), "version": ("J", 0, I),
+    "t_rerun": ("T", np.nan, F), "draining": ("J", False, B),
     "n_used": ("N R", 0, F), "n_rel": ("N R", 0, F), "n_pip": ("N R", 0, F), "pods": ("N 6", 0, F),
     "n_version": ("N", 0, I), "node_first": ("N", -1, I), "node_next": ("T", -1, I),
     "node_prev": ("T", -1, I),

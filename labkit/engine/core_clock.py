@@ -308,6 +308,12 @@ def bind(s, now, t, n, msg, ref_task, ref_node):
     """A bound pod runs from now: a new pod run and a Bound event."""
     set_status(s, t, RUNNING, n)
     s.pip_on[t] = -1
+    j = s.t_job[t]
+    if s.t_rerun[t] == math.inf:
+        s.t_rerun[t] = now + s.j_work[j] / (s.node_speed[n] if s.j_uses_speed[j] else 1.0)
+        if s.draining[j]:
+            s.version[j] += 1
+            push_event(s, s.t_rerun[t], FINISH, j, s.version[j])
     k = s.ints[I_RUNS]
     if k >= s.runs.shape[0]:
         s.ints[I_OVERFLOW] = 1
@@ -345,8 +351,29 @@ def maybe_start(s, now, j):
 
 @jit
 def finish(s, now, j):
-    """The job's work is done: its pods succeed (a terminating surplus pod ends with its grace)."""
-    finish_as(s, now, j, EV_COMPLETED, MSG_NONE)
+    """The job's work is done: its pods succeed (a terminating surplus pod ends with its grace),
+    unless pods recreated after an eviction still run (or wait to run) their whole duration: the
+    other pods succeed now and the job completes with the last of those (simulate._work_done)."""
+    later, waiting, last = 0, False, -math.inf
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.t_rerun[t] > now:
+            later += 1
+            if s.t_rerun[t] == math.inf:
+                waiting = True
+            else:
+                last = max(last, s.t_rerun[t])
+    if later == 0:
+        finish_as(s, now, j, EV_COMPLETED, MSG_NONE)
+        return
+    s.draining[j] = True
+    s.work_done[j] = s.j_work[j]
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[t] == RUNNING and not s.t_rerun[t] > now:
+            close_run(s, t, now)
+            set_status(s, t, SUCCEEDED, s.node[t])
+    if not waiting:
+        s.version[j] += 1
+        push_event(s, last, FINISH, j, s.version[j])
 
 
 @jit
@@ -415,8 +442,11 @@ def evict(s, now, t, msg, a, b):
     if s.status[t] == RELEASING:
         return  # its job's restart, for an earlier eviction of this session, already deletes it
     terminate(s, now, t)
-    if count_status(s, j, RUNNING) >= max(1, s.j_min[j]):
+    if count_status(s, j, RUNNING) >= max(1, s.j_min[j]) or s.draining[j]:
+        s.t_rerun[t] = math.inf  # the job runs on; the controller recreates the pod (SyncJob)
         return
+    for other in range(s.j_lo[j], s.j_lo[j + 1]):
+        s.t_rerun[other] = math.nan  # the whole job restarts: its pods run as one again
     if not math.isnan(s.run_start[j]):
         stop_work(s, now, j)
     for other in range(s.j_lo[j], s.j_lo[j + 1]):

@@ -37,12 +37,14 @@ from .core_account import (
 )
 from .core_state import (
     A_BALANCED,
+    A_BALANCED_KUBERNETES,
     A_BINPACK_WEIGHT,
     A_LEAST,
     A_MOST,
     A_OVERCOMMIT_FACTOR,
     A_SLA_WAITING,
     ABSTAIN,
+    BALANCED_CHANGE_SINCE,
     CAPACITY,
     CONFORMANCE,
     CPU,
@@ -754,6 +756,32 @@ def non_zero(s, t, n, col, default):
 
 
 @jit
+def balance_std(s, n, req, dims, own):
+    """NodeResourcesBalancedAllocation's std of used/allocatable (capped at 1) over cpu, memory
+    and, with ``dims`` 3, the GPU, on node n with ``own`` times the request ``req`` added."""
+    f0, f1, f2, nf = 0.0, 0.0, 0.0, 0
+    for k in range(dims):
+        r = CPU if k == 0 else (MEMORY if k == 1 else s.gpu)
+        cap = s.node_alloc[n, r]
+        if cap == 0:
+            continue
+        f = min((s.pods[n, 1 + k] + own * req[r]) / cap, 1.0)
+        if nf == 0:
+            f0 = f
+        elif nf == 1:
+            f1 = f
+        else:
+            f2 = f
+        nf += 1
+    if nf == 2:
+        return abs(f0 - f1) / 2
+    if nf == 3:
+        mean = (f0 + f1 + f2) / 3
+        return math.sqrt(((f0 - mean) ** 2 + (f1 - mean) ** 2 + (f2 - mean) ** 2) / 3)
+    return 0.0
+
+
+@jit
 def nodeorder_score(s, e, t, n):
     """nodeorder: LeastAllocated, MostAllocated and BalancedAllocation, weighted."""
     req = s.t_req[t]
@@ -765,29 +793,12 @@ def nodeorder_score(s, e, t, n):
         most += 0 if cap == 0 else min(requested_, cap) * 100 // cap
     least //= 100
     most //= 2
-    f0, f1, f2, nf = 0.0, 0.0, 0.0, 0
     dims = 3 if s.gpu >= 0 and req[s.gpu] > 0 else 2
-    for k in range(dims):
-        r = CPU if k == 0 else (MEMORY if k == 1 else s.gpu)
-        cap = s.node_alloc[n, r]
-        if cap == 0:
-            continue
-        f = min((s.pods[n, 1 + k] + req[r]) / cap, 1.0)
-        if nf == 0:
-            f0 = f
-        elif nf == 1:
-            f1 = f
-        else:
-            f2 = f
-        nf += 1
-    if nf == 2:
-        std = abs(f0 - f1) / 2
-    elif nf == 3:
-        mean = (f0 + f1 + f2) / 3
-        std = math.sqrt(((f0 - mean) ** 2 + (f1 - mean) ** 2 + (f2 - mean) ** 2) / 3)
+    after = balance_std(s, n, req, dims, 1.0)
+    if s.p_arg[e, A_BALANCED_KUBERNETES] < BALANCED_CHANGE_SINCE:
+        balanced = int((1 - after) * 100)
     else:
-        std = 0.0
-    balanced = int((1 - std) * 100)
+        balanced = int((0.75 + (balance_std(s, n, req, dims, 0.0) - after) / 2) * 100)
     return s.p_arg[e, A_LEAST] * least + s.p_arg[e, A_MOST] * most + s.p_arg[e, A_BALANCED] * balanced
 
 

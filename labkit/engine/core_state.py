@@ -21,9 +21,20 @@ from numba.core import caching, cgutils, imputils
 from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
 
-from .problem import CPU, MEMORY, MIN_RESOURCE, PODS, Action, Arg, Plugin, PodGroupPhase, TaskStatus
+from .problem import (
+    BALANCED_CHANGE_SINCE,
+    CPU,
+    MEMORY,
+    MIN_RESOURCE,
+    PODS,
+    Action,
+    Arg,
+    Plugin,
+    PodGroupPhase,
+    TaskStatus,
+)
 
-__all__ = ["CPU", "MEMORY", "MIN_RESOURCE", "PODS"]
+__all__ = ["BALANCED_CHANGE_SINCE", "CPU", "MEMORY", "MIN_RESOURCE", "PODS"]
 
 # -------------------------------------------------------------------------------- numba's cache
 
@@ -98,6 +109,7 @@ A_BINPACK_WEIGHT = int(Arg.BINPACK_WEIGHT)
 A_LEAST = int(Arg.LEASTREQUESTED_WEIGHT)
 A_MOST = int(Arg.MOSTREQUESTED_WEIGHT)
 A_BALANCED = int(Arg.BALANCEDRESOURCE_WEIGHT)
+A_BALANCED_KUBERNETES = int(Arg.BALANCEDRESOURCE_KUBERNETES)
 A_OVERCOMMIT_FACTOR = int(Arg.OVERCOMMIT_FACTOR)
 A_SLA_WAITING = int(Arg.SLA_WAITING_TIME)
 

@@ -15,6 +15,7 @@ import numpy as np
 from labkit.engine.framework import ABSTAIN, PERMIT, REJECT, JobInfo, NodeInfo, QueueInfo, Session, TaskInfo
 from labkit.engine.problem import (
     ALLOCATED_STATUSES,
+    BALANCED_CHANGE_SINCE,
     CPU,
     GPU,
     MEMORY,
@@ -763,12 +764,13 @@ class NodeOrder:
         least = _arg(entry, Arg.LEASTREQUESTED_WEIGHT, 1.0)
         most = _arg(entry, Arg.MOSTREQUESTED_WEIGHT, 0.0)
         balanced = _arg(entry, Arg.BALANCEDRESOURCE_WEIGHT, 1.0)
+        minor = _arg(entry, Arg.BALANCEDRESOURCE_KUBERNETES, 35.0)
         names = ssn.problem.resource_names
         gpu = names.index(GPU) if GPU in names else None
 
         def batch(task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
             return [least * self.least_allocated(task, n) + most * self.most_allocated(task, n)
-                    + balanced * self.balanced_allocation(task, n, gpu) for n in nodes]
+                    + balanced * self.balanced_allocation(task, n, gpu, minor) for n in nodes]
 
         ssn.add_fn("batchNodeOrder", entry, batch)
 
@@ -795,23 +797,29 @@ class NodeOrder:
         return total // 2
 
     @staticmethod
-    def balanced_allocation(task: TaskInfo, node: NodeInfo, gpu: int | None) -> int:
+    def balanced_allocation(task: TaskInfo, node: NodeInfo, gpu: int | None, minor: float) -> int:
+        """(1 - std of the used fractions with the pod) x 100 before Kubernetes 1.36; from 1.36 on
+        the change the pod makes: 75 + 50 x (std without the pod - std with it), so 75 means
+        no change, 50 balanced to fully unbalanced, 100 the reverse."""
         dims = [CPU, MEMORY] + ([gpu] if gpu is not None and task.request[gpu] > 0 else [])
         pods = _pods_with(node, task)
-        fractions = []
-        for r in dims:
-            cap = node.allocatable[r]
-            if cap == 0:
-                continue
-            fractions.append(min(sum(p.request[r] for p in pods) / cap, 1.0))
-        if len(fractions) == 2:
-            std = abs(fractions[0] - fractions[1]) / 2
-        elif len(fractions) > 2:
-            mean = sum(fractions) / len(fractions)
-            std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
-        else:
-            std = 0.0
-        return int((1 - std) * 100)
+        after = _balance_std([sum(p.request[r] for p in pods) for r in dims], node, dims)
+        if minor < BALANCED_CHANGE_SINCE:
+            return int((1 - after) * 100)
+        others = [p for p in pods if p is not task]
+        before = _balance_std([sum(p.request[r] for p in others) for r in dims], node, dims)
+        return int((0.75 + (before - after) / 2) * 100)
+
+
+def _balance_std(requested: list[float], node: NodeInfo, dims: list[int]) -> float:
+    """The standard deviation of requested/allocatable (capped at 1) over the dims the node has."""
+    fractions = [min(req / node.allocatable[r], 1.0) for req, r in zip(requested, dims) if node.allocatable[r] != 0]
+    if len(fractions) == 2:
+        return abs(fractions[0] - fractions[1]) / 2
+    if len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        return math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    return 0.0
 
 
 def _pods_with(node: NodeInfo, task: TaskInfo) -> list[TaskInfo]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -189,6 +190,7 @@ class Arg(IntEnum):
     OVERCOMMIT_FACTOR = 4          # overcommit overcommit-factor (default 1.2)
     SLA_WAITING_TIME = 5           # sla sla-waiting-time, seconds (default: none)
     ANCESTOR_RECLAIM_LEVEL = 6     # capacity ancestorReclaimLevel (default 0)
+    BALANCEDRESOURCE_KUBERNETES = 7  # nodeorder balancedresource.kubernetes, the minor (default 35: "1.35")
 
 
 N_ARGS = len(Arg)
@@ -200,7 +202,13 @@ ARG_DEFAULTS = {
     Arg.BALANCEDRESOURCE_WEIGHT: 1.0,
     Arg.OVERCOMMIT_FACTOR: 1.2,
     Arg.ANCESTOR_RECLAIM_LEVEL: 0.0,
+    Arg.BALANCEDRESOURCE_KUBERNETES: 35.0,
 }
+
+BALANCED_CHANGE_SINCE = 36
+"""The Kubernetes minor from which NodeResourcesBalancedAllocation scores the change a pod makes to
+the node's balance (kubernetes PR #135573, vendored by Volcano master) instead of the balance after
+it (Kubernetes 1.35 and earlier, vendored by Volcano v1.15.1)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -413,12 +421,23 @@ def _parse_arguments(kind: Plugin, arguments: Mapping[str, Any], resource_names:
                           ("balancedresource.weight", Arg.BALANCEDRESOURCE_WEIGHT)):
             if key in arguments:
                 args[slot] = number(key)
+        if "balancedresource.kubernetes" in arguments:
+            args[Arg.BALANCEDRESOURCE_KUBERNETES] = kubernetes_minor(
+                arguments["balancedresource.kubernetes"], f"{where}.balancedresource.kubernetes")
     elif kind == Plugin.OVERCOMMIT and "overcommit-factor" in arguments:
         args[Arg.OVERCOMMIT_FACTOR] = number("overcommit-factor")
     elif kind == Plugin.SLA and "sla-waiting-time" in arguments:
         args[Arg.SLA_WAITING_TIME] = parse_duration(arguments["sla-waiting-time"], f"{where}.sla-waiting-time")
     elif kind == Plugin.CAPACITY and "ancestorReclaimLevel" in arguments:
         args[Arg.ANCESTOR_RECLAIM_LEVEL] = number("ancestorReclaimLevel")
+
+
+def kubernetes_minor(value: Any, where: str) -> float:
+    """The minor of a Kubernetes version written ``"1.36"`` (or ``v1.36``, ``1.36.1``): 36."""
+    match = re.fullmatch(r"v?1\.(\d+)(\.\d+)?", str(value).strip())
+    if not match or isinstance(value, float):
+        raise SpecError(where, f"expected a Kubernetes version such as \"1.35\" or \"1.36\" (quoted), got {value!r}")
+    return float(match.group(1))
 
 
 def parse_duration(text: Any, where: str) -> float:

@@ -18,7 +18,9 @@ Time follows a real Volcano cluster, one step at a time:
   eviction leaves the job below minAvailable, the job restarts (vcjob policy
   `PodEvicted -> RestartJob`): every pod is terminated, work since the last checkpoint is lost,
   and the PodGroup goes back to Pending. An elastic job that keeps minAvailable loses only the
-  surplus pod, which is recreated.
+  surplus pod, which the vcjob controller recreates (Volcano's default action, SyncJob) and which,
+  once it runs again, runs its whole duration (as on KWOK): when the job's work is done, its other
+  pods succeed and give their resources back, and the job completes when the recreated pods have.
 
 The session itself (`labkit.engine.reference.run_session` or the numba core) sees only the
 PodGroups and pods that exist at that moment, re-indexed into a sub-Problem, as Volcano's cache
@@ -112,6 +114,10 @@ class Simulation:
         self.evictions = np.zeros(n_jobs, np.int64)
         self.restarts = np.zeros(n_jobs, np.int64)
         self.version = np.zeros(n_jobs, np.int64)
+        self.rerun = np.full(n_tasks, np.nan)
+        """A recreated surplus pod: inf until it runs again, then when that run ends (NaN: not one)."""
+        self.draining = np.zeros(n_jobs, bool)
+        """The job's work is done; it waits for its recreated pods' runs."""
         self.enqueue_time = np.full(n_jobs, np.nan)
         self.start_time = np.full(n_jobs, np.nan)
         self.end_time = np.full(n_jobs, np.nan)
@@ -188,7 +194,7 @@ class Simulation:
         elif kind in (FINISH, TIMEOUT):
             if version != self.version[index]:
                 return False
-            (self._finish if kind == FINISH else self._time_out)(now, index)
+            (self._work_done if kind == FINISH else self._time_out)(now, index)
         elif kind == WAKE:
             self.wakes.discard(now)
         elif kind == RESYNC:
@@ -396,7 +402,14 @@ class Simulation:
         self.node[t] = node
         self.open_run[t] = len(self.trace.runs)
         self.trace.runs.append([t, node, now, math.nan, math.nan])
-        self._log(now, "Bound", int(self.p.task_job[t]), t, node, "Scheduled", reason)
+        j = int(self.p.task_job[t])
+        self._log(now, "Bound", j, t, node, "Scheduled", reason)
+        if self.rerun[t] == math.inf:
+            speed = float(self.c.node_speed[node]) if self.c.job_uses_speed[j] else 1.0
+            self.rerun[t] = now + self.c.job_work[j] / speed
+            if self.draining[j]:
+                self.version[j] += 1
+                heapq.heappush(self.heap, (float(self.rerun[t]), FINISH, j, int(self.version[j])))
 
     def _maybe_start(self, now: float, j: int) -> None:
         """The job's work runs once minAvailable pods run (and its time limit counts from then)."""
@@ -419,6 +432,25 @@ class Simulation:
         if setup + remaining > limit:
             heapq.heappush(self.heap, (now + limit, TIMEOUT, j, int(self.version[j])))
         self._log(now, "Started", j, message=f"{int(running.sum())} pods running")
+
+    def _work_done(self, now: float, j: int) -> None:
+        """The job's work is done: it completes, unless pods recreated after an eviction still run
+        (or wait to run) their whole duration; its other pods succeed now and the job completes
+        with the last recreated pod."""
+        lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
+        later = [t for t in range(lo, hi) if self.rerun[t] > now]
+        if not later:
+            self._finish(now, j)
+            return
+        self.draining[j] = True
+        self.work_done[j] = self.c.job_work[j]
+        for t in range(lo, hi):
+            if self.status[t] == TaskStatus.RUNNING and not self.rerun[t] > now:
+                self._close_run(t, now)
+                self.status[t] = TaskStatus.SUCCEEDED
+        if all(self.rerun[t] < math.inf for t in later):
+            self.version[j] += 1
+            heapq.heappush(self.heap, (float(max(self.rerun[t] for t in later)), FINISH, j, int(self.version[j])))
 
     def _finish(self, now: float, j: int, kind: str = "Completed", reason: str = "", message: str = "") -> None:
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
@@ -490,8 +522,10 @@ class Simulation:
         self._terminate(now, t)
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
         still = int((self.status[lo:hi] == TaskStatus.RUNNING).sum())
-        if still >= max(1, self.p.job_min_member[j]):
-            return  # an elastic job keeps running without its surplus pod
+        if still >= max(1, self.p.job_min_member[j]) or self.draining[j]:
+            self.rerun[t] = math.inf  # the job runs on; the controller recreates the pod (SyncJob)
+            return
+        self.rerun[lo:hi] = math.nan  # the whole job restarts: its pods run as one again
         if not math.isnan(self.run_start[j]):
             self._stop_work(now, j)
         for other in range(lo, hi):

@@ -57,20 +57,34 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _api(args: argparse.Namespace):
+    """The cluster of --kubeconfig/--context, named on the first line of output (stderr) before anything is done."""
+    from .cluster import Api
+
+    api = Api(args.context, args.kubeconfig)
+    print(f"labkit: context {api.context_name} ({api.host})", file=sys.stderr, flush=True)
+    return api
+
+
 def cmd_cluster_apply(args: argparse.Namespace) -> int:
-    from .cluster import Api, apply
+    from .cluster import apply, preflight
 
     scenario = _scenario(args)
-    created = apply(Api(args.context), scenario, args.time_scale)
+    api = _api(args)
+    preflight(api, scenario, "apply")
+    created = apply(api, scenario, args.time_scale)
     print(f"applied {scenario.name}: {created} vcjobs submitted (time scale {args.time_scale:g})")
     return EXIT_OK
 
 
 def cmd_cluster_observe(args: argparse.Namespace) -> int:
-    from .cluster import Api, observe
+    from .cluster import observe, preflight
     from .observe import result_json
 
-    result = observe(Api(args.context), _scenario(args), args.timeout)
+    scenario = _scenario(args)
+    api = _api(args)
+    preflight(api, scenario, "observe")
+    result = observe(api, scenario, args.timeout)
     data = result_json(result)
     if args.json:
         print(json.dumps(data, indent=2))
@@ -83,13 +97,15 @@ def cmd_cluster_observe(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_down(args: argparse.Namespace) -> int:
-    from .cluster import Api, delete_cluster, down
+    from .cluster import delete_cluster, down, preflight
 
     if args.cluster:
         delete_cluster(args.name)
         print(f"deleted kind cluster {args.name}")
         return EXIT_OK
-    count = down(Api(args.context), args.lab)
+    api = _api(args)
+    preflight(api, None, "down")
+    count = down(api, args.lab)
     print(f"deleted {count} labkit object(s)" + (f" of lab {args.lab}" if args.lab else ""))
     return EXIT_OK
 
@@ -129,7 +145,10 @@ def register(sub) -> None:
     for action in (up, down):
         action.add_argument("--name", default="labkit", help="kind cluster name (default labkit)")
     for action in (apply, observe, down):
-        action.add_argument("--context", help="kubeconfig context (default: the current one)")
+        action.add_argument("--kubeconfig", metavar="FILE",
+                            help="the cluster's kubeconfig (default: $KUBECONFIG, else ~/.kube/config); any cluster "
+                                 "with Volcano and KWOK installed")
+        action.add_argument("--context", help="kubeconfig context (default: the file's current one)")
 
 
 def _add_time_scale(parser: argparse.ArgumentParser) -> None:

@@ -6,6 +6,7 @@ such as `jobs[3].queue: no queue named 'team-x' (queues: default, team-a)`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from ..errors import SpecError
@@ -30,6 +31,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
     namespaces = {t.ns for t in scenario.tenants} | {"default"}
     queues = {q.name for q in scenario.queues} | set(BUILTIN_QUEUES)
     classes = {p.name for p in scenario.priority_classes}
+    children = Counter(q.parent for q in scenario.queues)
     nodes = {name for pool in scenario.cluster.pools for name in pool.node_names()}
     tenants = {t.ns: t for t in scenario.tenants}
     seen: dict[tuple[str, str], int] = {}
@@ -44,6 +46,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
         if tenant is not None and tenant.limit_range is not None:
             for k, task in enumerate(job.tasks):
                 check_limit_range(f"jobs[{i}].tasks[{k}].resources", task.resources, tenant)
+        _check_leaf(f"jobs[{i}].queue", job.queue, children)
         for k, task in enumerate(job.tasks):
             shape = (tuple(sorted((n, str(v)) for n, v in task.resources.items())),
                      tuple(sorted(task.node_selector.items())))
@@ -60,6 +63,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
     _check_running_fits(scenario)
     for i, load in enumerate(scenario.workloads):
         _check_refs(f"workloads[{i}]", load, namespaces, queues, classes)
+        _check_leaf(f"workloads[{i}].queue", load.queue, children)
         check_fit(f"workloads[{i}]", largest_pod(load), None, scenario.cluster.pools)
         tenant = tenants.get(load.namespace)
         if tenant is not None and tenant.limit_range is not None:
@@ -254,6 +258,15 @@ def _check_refs(path: str, item: Job | Workload, namespaces: set[str], queues: s
         raise SpecError(
             f"{path}.priorityClassName", f"no PriorityClass named {item.priority_class_name!r} ({_listing(classes)})"
         )
+
+
+def _check_leaf(path: str, queue: str, children: Counter) -> None:
+    """Volcano's job admission webhook (jobs/validate/admit_job.go) takes jobs into leaf queues only."""
+    if queue == "root":
+        raise SpecError(path, "Volcano's admission webhook refuses it: can not submit job to root queue")
+    if children[queue]:
+        raise SpecError(path, f"Volcano's admission webhook refuses it: can only submit job to leaf queue, "
+                              f"queue `{queue}` has {children[queue]} child queues")
 
 
 def _listing(names: set[str]) -> str:

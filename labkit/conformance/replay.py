@@ -1,0 +1,225 @@
+"""`labkit replay DIR`: run recorded real Volcano runs on the simulator and judge them by `compare`'s rules.
+
+A recording is a folder, as `labkit cluster apply` + `labkit cluster observe --json` leave it:
+
+* `scenario.yaml`: the scenario as `labkit show --yaml` resolved it;
+* `real.json`: what `labkit cluster observe --json` printed;
+* `pods.tsv`: one row per pod object (a comment line, then a header with at least job, pod, node,
+  created): where each pod ran, for judging placement;
+* `recording.yaml` (optional): what ran it — `volcano` (the build), `kubernetes` (the version
+  Volcano vendors, which decides nodeorder's BalancedAllocation score: "1.36" scores the change
+  a pod makes to the node's balance), `schedulePeriod` (vc-scheduler's `--schedule-period`, real
+  seconds, default 1s) and `random` (job -> why: where Volcano broke a tie of node scores at random
+  and the job's start followed the choice). Without it: Volcano v1.15.1's scoring, a 1 s period.
+
+DIR is one recording or a folder of them. Each is judged with `labkit.compare.compare`: the
+simulated run is A, the recording B, its latency two sessions of the real period (a vcjob starts
+in its second session) at the recording's time scale; evictions are compared by class of alike
+jobs, placement up to renaming identical nodes. The last line is `N passed, M failed`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..compare import compare, load_run
+from ..engine.problem import kubernetes_minor
+from ..engine.simulate import simulate
+from ..errors import LabkitError
+from ..k8s.observe import DEFAULT_SCHEDULE_PERIOD, VCJOB_START_SESSIONS
+from ..results import Result
+from ..spec import Scenario, loads
+from ..spec.quantity import parse_duration
+
+RECORDINGS = Path(__file__).with_name("volcano-real")
+"""The recorded real runs shipped with labkit (`labkit replay` without DIR)."""
+
+META_KEYS = {"volcano", "kubernetes", "schedulePeriod", "random", "notes"}
+
+
+@dataclass
+class Recording:
+    """One recorded run: the scenario (with the recording's nodeorder scoring), the real run as
+    `compare` reads it (with `pods`, `schedule_period` and `start_sessions`) and what ran it."""
+
+    name: str
+    scenario: Scenario
+    real: dict
+    volcano: str
+    kubernetes: str | None
+    random: dict[str, str] = field(default_factory=dict)
+
+
+def recordings(folder: str | Path) -> list[Path]:
+    """The recordings in `folder`: itself when it holds a real.json, else its sub-folders that do."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise LabkitError(f"{folder}: no such folder")
+    if (root / "real.json").is_file():
+        return [root]
+    found = sorted(p.parent for p in root.glob("*/real.json"))
+    if not found:
+        raise LabkitError(f"{folder}: no recording (a folder with scenario.yaml, real.json and pods.tsv)")
+    return found
+
+
+def load_recording(folder: Path) -> Recording:
+    """Read one recording folder (LabkitError naming the file on bad input)."""
+    meta = _meta(folder / "recording.yaml")
+    kubernetes = meta.get("kubernetes")
+    scenario_file = folder / "scenario.yaml"
+    try:
+        data = yaml.safe_load(scenario_file.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise LabkitError(f"{scenario_file}: {err.strerror}") from None
+    if kubernetes is not None:
+        _score_as(data, str(kubernetes))
+    scenario = loads(yaml.safe_dump(data, sort_keys=False), source=str(scenario_file))
+    real = load_run(str(folder / "real.json"))
+    period = parse_duration(meta.get("schedulePeriod", DEFAULT_SCHEDULE_PERIOD))
+    real.setdefault("schedule_period", period)
+    real.setdefault("start_sessions", VCJOB_START_SESSIONS)
+    real["pods"] = _recorded_pods(folder / "pods.tsv", float(real.get("time_scale", 1.0)))
+    random = meta.get("random") or {}
+    if not isinstance(random, dict):
+        raise LabkitError(f"{folder / 'recording.yaml'}: random must map job (namespace/name) to why")
+    return Recording(folder.name, scenario, real, str(meta.get("volcano", "v1.15.1 (assumed)")),
+                     None if kubernetes is None else str(kubernetes), {str(k): str(v) for k, v in random.items()})
+
+
+def _meta(path: Path) -> dict:
+    if not path.is_file():
+        return {}
+    try:
+        meta = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise LabkitError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
+    if not isinstance(meta, dict):
+        raise LabkitError(f"{path}: expected a mapping of {', '.join(sorted(META_KEYS))}")
+    unknown = set(meta) - META_KEYS
+    if unknown:
+        raise LabkitError(f"{path}: unknown key {min(unknown)!r} (known: {', '.join(sorted(META_KEYS))})")
+    if "kubernetes" in meta:
+        kubernetes_minor(meta["kubernetes"], f"{path}: kubernetes")
+    return meta
+
+
+def _score_as(scenario: dict, kubernetes: str) -> None:
+    """Give the scenario's nodeorder entries the recording's BalancedAllocation scoring, unless set."""
+    conf = (scenario.get("scheduler") or {}).get("conf")
+    if not isinstance(conf, dict):
+        raise LabkitError("recording.yaml: kubernetes is given but the scenario has no Volcano conf to score with it")
+    for tier in conf.get("tiers") or []:
+        for plugin in tier.get("plugins") or []:
+            if plugin.get("name") == "nodeorder":
+                plugin.setdefault("arguments", {}).setdefault("balancedresource.kubernetes", kubernetes)
+
+
+def _recorded_pods(path: Path, time_scale: float) -> list[dict]:
+    """Every pod object of the table (columns job, pod, node, created, start, end, evicted, deleted_w):
+    when it ran, in scenario seconds; `first` marks the first object of each pod name."""
+    try:
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
+    except OSError as err:
+        raise LabkitError(f"{path}: {err.strerror}") from None
+    rows = list(csv.DictReader(lines, delimiter="\t"))
+    need = {"job", "pod", "node", "created", "start", "end", "evicted", "deleted_w"}
+    if rows and not need <= rows[0].keys():
+        raise LabkitError(f"{path}: expected columns {', '.join(sorted(need))}")
+    out, seen = [], set()
+    for row in sorted(rows, key=lambda r: float(r["created"] or "inf")):
+        if not row["node"] or not row["start"]:
+            continue
+        name = f"{row['job'].split('/', 1)[0]}/{row['pod']}"
+        job = row["job"].split("/", 1)[1]
+        task = row["pod"][len(job) + 1:].rsplit("-", 1)[0]
+        end = row["end"] or row["evicted"] or row["deleted_w"]
+        out.append({"job": row["job"], "task": task, "pod": name, "node": row["node"], "first": name not in seen,
+                    "start": float(row["start"]) * time_scale, "end": float(end) * time_scale if end else None})
+        seen.add(name)
+    return out
+
+
+def simulated_pods(result: Result) -> list[dict]:
+    """Every run of every pod of a simulated run, as `_recorded_pods` gives them for a real one."""
+    runs = result.tasks.sort_values("start", kind="stable")
+    first = ~runs.duplicated(["job", "role", "index"])
+    return [{"job": r.job, "task": r.role, "pod": f"{r.job}-{r.role}-{int(r.index)}", "node": r.node,
+             "first": bool(f), "start": float(r.start),
+             "end": float(r.evicted) if r.evicted == r.evicted else (None if r.end != r.end else float(r.end))}
+            for r, f in zip(runs.itertuples(), first)]
+
+
+def job_classes(scenario: Scenario) -> dict[str, str]:
+    """Jobs alike but for name and submit time share a class (rule 5 of `compare`)."""
+    classes: dict[str, str] = {}
+    first: dict[str, str] = {}
+    for job in scenario.jobs:
+        shape = json.dumps(job.model_dump(exclude={"name", "submit"}, mode="json"), sort_keys=True)
+        key = f"{job.namespace}/{job.name}"
+        classes[key] = first.setdefault(shape, key)
+    return classes
+
+
+def judge(recording: Recording, engine: str = "auto"):
+    """Simulate the recording's scenario and compare it (A) with the recording (B)."""
+    result = simulate(recording.scenario, engine=engine)
+    sim = {**json.loads(json.dumps(result.to_json())), "pods": simulated_pods(result)}
+    unknown = set(recording.random) - {f"{j.namespace}/{j.name}" for j in recording.scenario.jobs}
+    if unknown:
+        raise LabkitError(f"{recording.name}/recording.yaml: random names no job of the scenario: {min(unknown)}")
+    pools = {node: pool.name for pool in recording.scenario.cluster.pools for node in pool.node_names()}
+    return compare(sim, recording.real, labels=(f"simulator ({result.info.get('engine')})", f"Volcano {recording.volcano}"),
+                   classes=job_classes(recording.scenario), random=recording.random, pools=pools)
+
+
+def replay(folder: str | Path, engine: str = "auto") -> Iterator[tuple[Recording, object]]:
+    """(recording, Comparison) for every recording under `folder`."""
+    for path in recordings(folder):
+        recording = load_recording(path)
+        yield recording, judge(recording, engine)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    passed = failed = 0
+    for recording, result in replay(args.dir or RECORDINGS, args.engine):
+        scoring = f", nodeorder scoring Kubernetes {recording.kubernetes}" if recording.kubernetes else ""
+        status = "PASS" if result.agree else "FAIL"
+        print(f"{status} {recording.name} (Volcano {recording.volcano}{scoring}; tolerance {result.tolerance:g} s: "
+              f"{result.why})")
+        if args.verbose or not result.agree:
+            print("\n".join(f"    {line}" for line in result.report().splitlines()))
+        for why, jobs in _grouped(recording.random).items():
+            print(f"    variant {', '.join(jobs)}: {why}")
+        passed += result.agree
+        failed += not result.agree
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def _grouped(random: dict[str, str]) -> dict[str, list[str]]:
+    """why -> the jobs it explains, in the recording's order."""
+    out: dict[str, list[str]] = {}
+    for job, why in random.items():
+        out.setdefault(why, []).append(job)
+    return out
+
+
+def register(sub) -> None:
+    """Add `labkit replay` to the `labkit` parser."""
+    text = ("run recorded real Volcano runs on the simulator and judge them by compare's rules; "
+            "last line 'N passed, M failed', exit 1 on a failure")
+    p = sub.add_parser("replay", help=text, description=text)
+    p.add_argument("dir", nargs="?", metavar="DIR",
+                   help="a recording folder or a folder of them (default: the recordings shipped with labkit)")
+    p.add_argument("--engine", choices=("auto", "numba", "reference"), default="auto",
+                   help="auto: the numba core when it simulates the scenario, else the reference engine")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every comparison table, not only failures")
+    p.set_defaults(func=cmd_replay)
