@@ -202,12 +202,18 @@ CHARTS: dict[str, Callable[[Result], Any]] = {
 }
 
 
+WAIT_NOTE = "mean_wait_s：到模拟结束仍未启动的作业（not_started）按一直等到结束计入。"
+"""Said under the panel's table: the waits of jobs that never started are censored at the horizon."""
+
+
 def metrics_table(result: Result) -> pd.DataFrame:
-    """The panel's table: per queue jobs, completed, mean wait, evictions, GPU-hours, plus a cluster row."""
+    """The panel's table: per queue jobs, completed, not started, mean wait (unstarted jobs counted to the
+    horizon), evictions, GPU-hours, plus a cluster row."""
     table = metrics.per_queue(result)
     total = metrics.summary(result)
-    cluster = pd.DataFrame([{"jobs": total["jobs"], "completed": total["completed"], "mean_wait_s": total["mean_wait_s"],
-                             "evictions": total["evictions"], "gpu_hours": round(metrics.gpu_seconds(result) / 3600, 1)}],
+    cluster = pd.DataFrame([{"jobs": total["jobs"], "completed": total["completed"], "not_started": total["not_started"],
+                             "mean_wait_s": total["mean_wait_s"], "evictions": total["evictions"],
+                             "gpu_hours": round(metrics.gpu_seconds(result) / 3600, 1)}],
                            index=["cluster"])
     table = pd.concat([table, cluster])
     table["gpu_utilisation"] = [None] * (len(table) - 1) + [total["gpu_utilisation"]]
@@ -285,7 +291,8 @@ class Panel:
         self.svgs = [viz.to_svg(CHARTS[name](self.result)) for name in self.chart_names]
         for holder, svg in zip(self._charts, self.svgs):
             holder.value = svg
-        self._table.value = self.table.to_html(classes="labkit-metrics", na_rep="", float_format="{:g}".format)
+        self._table.value = (self.table.to_html(classes="labkit-metrics", na_rep="", float_format="{:g}".format)
+                             + f"<small>{WAIT_NOTE}</small>")
         self._status.value = f"run {self.runs}: {time.perf_counter() - started:.2f} s"
 
     @property
