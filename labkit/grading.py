@@ -22,6 +22,7 @@ from typing import Any
 
 import nbformat
 
+from . import metrics
 from .course import admission, cases, steps
 from .course.notebooks import strip_solutions
 from .engine.simulate import cycle, simulate
@@ -49,15 +50,15 @@ def answered(value: Any) -> bool:
     return True
 
 
-def check(qid: str, answer: Any) -> None:
-    """Print the check's one-line verdict."""
+def check(qid: str, answer: Any, **options: Any) -> None:
+    """Print the check's one-line verdict; `options` (e.g. ``week=WEEK``) say which run the student made."""
     if qid not in CHECKS:
         raise KeyError(f"no check named {qid!r}; known: {', '.join(sorted(CHECKS))}")
     if not answered(answer):
         print(f"{qid}: not answered")
         return
     try:
-        ok, why = CHECKS[qid](answer)
+        ok, why = CHECKS[qid](answer, **options)
     except (TypeError, ValueError, KeyError) as err:
         ok, why = False, f"cannot use this answer: {err}"
     print(f"{qid}: ok" if ok else f"{qid}: wrong ({why})")
@@ -67,48 +68,62 @@ def check(qid: str, answer: Any) -> None:
 
 
 @functools.lru_cache(maxsize=16)
-def _case_waits(tenancy: bool, weights: tuple[int, int, int] | None, policy: str | None) -> dict[str, float]:
-    """Mean wait per team of one run of the chapter-1 slice (cached: checks share runs)."""
-    jobs = simulate(cases.case_study(tenancy=tenancy, weights=weights), policy=policy).jobs
-    return {team: float(jobs[jobs.namespace == team].wait.mean()) for team in cases.TEAMS}
+def _case_waits(tenancy: bool, weights: tuple[int, int, int] | None, policy: str | None,
+                week: bool = False) -> dict[str, float]:
+    """Mean wait per team (jobs not started by the horizon counted to it) of one run of the chapter-1
+    slice, or of the week (cached: checks share runs)."""
+    result = simulate(cases.case_study(tenancy=tenancy, weights=weights, week=week), policy=policy)
+    waited = metrics.waited(result)
+    return {team: float(waited[result.jobs.namespace == team].mean()) for team in cases.TEAMS}
 
 
 @_check("ch01.q1")
-def _slowest_team(answer: str) -> tuple[bool, str]:
-    waits = _case_waits(False, None, None)
+def _slowest_team(answer: str, week: bool = False) -> tuple[bool, str]:
+    waits = _case_waits(False, None, None, week)
     slowest = max(waits, key=waits.get)
     return answer == slowest, f"{answer} is not the team with the longest mean wait"
 
 
 @_check("ch01.q2")
-def _weights(answer: tuple[int, int, int]) -> tuple[bool, str]:
+def _weights(answer: tuple[int, int, int], week: bool = False) -> tuple[bool, str]:
     weights = tuple(int(w) for w in answer)
     if len(weights) != 3 or min(weights) < 1:
         return False, "give three queue weights (A, B, C), each >= 1"
     policy = "volcano-multitenant"
-    tuned = _case_waits(True, weights, policy)
-    if tuned["team-c"] >= _case_waits(True, None, policy)["team-c"]:
+    tuned = _case_waits(True, weights, policy, week)
+    if tuned["team-c"] >= _case_waits(True, None, policy, week)["team-c"]:
         return False, "team C does not wait less than under the weights 5/3/2"
-    return tuned["team-b"] < _case_waits(False, None, None)["team-b"], "team B waits longer than under naive FIFO"
+    return tuned["team-b"] < _case_waits(False, None, None, week)["team-b"], "team B waits longer than under naive FIFO"
 
 
 CONCEPTS = ("多租户", "调度", "资源分配", "优先级与抢占", "公平性")
-SYMPTOMS = {
-    "团队 C 的一个作业出错占满内存，团队 B 的作业也跟着变慢": "多租户",
-    "一个 16 卡作业排队两小时，最后被放到了两台机器上": "调度",
-    "团队 A 的 namespace 最多只能申请 192 张 GPU": "资源分配",
-    "团队 A 的新作业驱逐了团队 B 正在微调的作业": "优先级与抢占",
-    "团队 B 提交得最多，却只拿到了 20% 的 GPU 时间": "公平性",
-}
+
+
+def symptoms() -> dict[str, str]:
+    """Exercise 1.3: symptom -> concept, in the chapter's terms: a namespace's ResourceQuota is the
+    tenant's isolation boundary (多租户), a Volcano Queue's capability its share of the cluster (资源分配).
+    The numbers are the case study's own (team A's queue capability, team C's GPU quota)."""
+    scenario = cases.case_study(week=True)
+    capability = int(float(scenario.queues[0].capability["nvidia.com/gpu"]))
+    quota = int(float(scenario.tenants[2].resource_quota.hard["requests.nvidia.com/gpu"]))
+    return {
+        "团队 C 的一个作业出错占满内存，团队 B 的作业也跟着变慢": "多租户",
+        f"团队 C 的 namespace 有 ResourceQuota，已用满 {quota} 张卡后，再创建要 GPU 的 Pod 被直接拒绝": "多租户",
+        "一个 16 卡作业排队两小时，最后被放到了两台机器上": "调度",
+        f"团队 A 的队列 capability 是 {capability} 张卡，A 再多提交的作业只能留在队列里": "资源分配",
+        "团队 A 的新作业驱逐了团队 B 正在微调的作业": "优先级与抢占",
+        "团队 B 提交得最多，却只拿到了 20% 的 GPU 时间": "公平性",
+    }
 
 
 @_check("ch01.q3")
-def _concepts(answer: dict) -> tuple[bool, str]:
+def _concepts(answer: dict, week: bool = False) -> tuple[bool, str]:
     unknown = [v for v in answer.values() if v not in CONCEPTS]
     if unknown:
         return False, f"not one of the five concepts: {unknown[0]}"
-    wrong = sum(answer.get(s) != c for s, c in SYMPTOMS.items())
-    return wrong == 0, f"{wrong} of {len(SYMPTOMS)} symptoms matched to the wrong concept"
+    key = symptoms()
+    wrong = sum(answer.get(s) != c for s, c in key.items())
+    return wrong == 0, f"{wrong} of {len(key)} symptoms matched to the wrong concept"
 
 
 # ------------------------------------------------------------------------------ chapter 2
