@@ -9,8 +9,8 @@ import pytest
 
 import labkit
 from labkit import grading, metrics
-from labkit.course import cases
 from labkit.cli import main
+from labkit.course import cases
 
 ROOT = Path(__file__).resolve().parents[1]
 
