@@ -137,6 +137,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     width = max(len(k) for k in summary)
     for key, value in summary.items():
         print(f"  {key:{width}} {value}")
+    if summary["not_started"]:
+        print(f"  (waits of the {summary['not_started']} jobs not started by the horizon are counted until it)")
     return EXIT_OK
 
 

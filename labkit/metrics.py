@@ -108,13 +108,27 @@ def job_times(result: Result) -> pd.DataFrame:
     return table
 
 
+def waited(result: Result) -> pd.Series:
+    """waited = start - submit, or T - submit for a job not started by T (censored at the horizon).
+
+    A job that never starts has waited at least until the end of the window; leaving it out would
+    make a policy that starves jobs look fast. `started` says which waits are complete.
+    """
+    jobs = result.jobs
+    return jobs.wait.where(jobs.start.notna(), window_end(result) - jobs.submit).rename("waited")
+
+
 def summary(result: Result) -> dict:
-    """Headline numbers: jobs done, mean/p95 wait, mean JCT, makespan T, GPU utilisation, evictions, lost work."""
+    """Headline numbers: jobs done, mean/p95 waited (unstarted jobs counted to T), mean JCT, T, GPU use, evictions.
+
+    `not_started` is how many jobs had not started by T: their waits are counted until T
+    (censored), so mean and p95 wait are lower bounds whenever it is not 0.
+    """
     jobs = result.jobs
     done = jobs[jobs.state == "Completed"]
-    started = jobs[jobs.start.notna()]
     counted = ["Completed", "Running", "Pending", "Inqueue"]
     others = jobs.state[~jobs.state.isin(counted)].value_counts().sort_index()
+    waits = waited(result)
     return {
         "jobs": len(jobs),
         "completed": len(done),
@@ -122,8 +136,9 @@ def summary(result: Result) -> dict:
         "waiting": int(jobs.state.isin(["Pending", "Inqueue"]).sum()),
         # jobs in any other state (Slurm's Timeout, Preempted, Suspended), so that the counts add up
         **{str(state).lower(): int(n) for state, n in others.items()},
-        "mean_wait_s": _round(started.wait.mean()),
-        "p95_wait_s": _round(started.wait.quantile(0.95)) if len(started) else math.nan,
+        "not_started": int(jobs.start.isna().sum()),
+        "mean_wait_s": _round(waits.mean()),
+        "p95_wait_s": _round(waits.quantile(0.95)) if len(waits) else math.nan,
         "mean_jct_s": _round(done.jct.mean()),
         "makespan_s": _round(window_end(result)),
         "gpu_utilisation": round(utilisation(result), 4),
@@ -134,11 +149,12 @@ def summary(result: Result) -> dict:
 
 
 def per_queue(result: Result) -> pd.DataFrame:
-    """Per queue: jobs, completed, mean wait, evictions and GPU-hours held (sum of gpus x held seconds / 3600)."""
-    jobs = result.jobs
+    """Per queue: jobs, completed, not started by T, mean waited (unstarted counted to T), evictions, GPU-hours held."""
+    jobs = result.jobs.assign(waited=waited(result))
     table = jobs.groupby("queue").agg(jobs=("name", "size"),
                                       completed=("state", lambda s: int((s == "Completed").sum())),
-                                      mean_wait_s=("wait", "mean"), evictions=("evictions", "sum"))
+                                      not_started=("start", lambda s: int(s.isna().sum())),
+                                      mean_wait_s=("waited", "mean"), evictions=("evictions", "sum"))
     table["gpu_hours"] = gpu_seconds(result, by="queue").reindex(table.index, fill_value=0.0) / 3600
     return table.round(1)
 
@@ -481,17 +497,15 @@ def fragmentation_timeline(result: Result, samples: int = 48) -> pd.DataFrame:
 
 
 def starvation(result: Result, threshold: float) -> pd.DataFrame:
-    """waited = start - submit, or T - submit for a job still waiting; jobs with waited >= threshold, longest first."""
+    """Jobs with `waited` (unstarted jobs counted to T) >= threshold, longest first."""
     jobs = result.jobs
-    end = window_end(result)
-    waited = jobs.wait.where(jobs.start.notna(), end - jobs.submit)
     table = jobs[["name", "namespace", "queue", "priority", "gpus", "submit", "state"]].assign(
-        waited=waited, still_waiting=jobs.start.isna())
+        waited=waited(result), still_waiting=jobs.start.isna())
     return table[table.waited >= threshold].sort_values("waited", ascending=False, kind="stable")
 
 
 def longest_wait(result: Result) -> float:
-    """max over jobs of waited (see `starvation`)."""
+    """max over jobs of `waited`."""
     table = starvation(result, -math.inf)
     return float(table.waited.max()) if len(table) else 0.0
 
@@ -523,9 +537,8 @@ def sla_hit_rate(result: Result, max_wait: float | dict[str, float]) -> pd.Serie
     """hit rate(q) = jobs that started within max_wait of submit / jobs decided (started, or waited past max_wait by T)."""
     jobs = result.jobs
     target = jobs.queue.map(max_wait) if isinstance(max_wait, dict) else pd.Series(float(max_wait), index=jobs.index)
-    waited = starvation(result, -math.inf).waited.reindex(jobs.index)
     hit = jobs.start.notna() & (jobs.wait <= target)
-    decided = hit | (waited > target)
+    decided = hit | (waited(result) > target)
     return hit[decided].groupby(jobs.queue[decided]).mean().rename("sla_hit_rate")
 
 

@@ -68,7 +68,8 @@ class Result:
         return f"Result({len(self.jobs)} jobs, info={self.info})"
 
     def summary(self) -> dict[str, Any]:
-        """Headline numbers (`labkit.metrics.summary`): jobs done, mean/p95 wait, makespan, GPU utilisation, evictions."""
+        """Headline numbers (`labkit.metrics.summary`): jobs done, mean/p95 wait (jobs not started counted to the
+        horizon), makespan, GPU utilisation, evictions."""
         from .metrics import summary
 
         return summary(self)
@@ -84,7 +85,8 @@ class Result:
                 "time_scale": self.info.get("time_scale", 1.0), "summary": summary, "jobs": jobs}
 
     def per_queue(self) -> pd.DataFrame:
-        """Jobs, completed, mean wait, evictions and GPU-hours per queue (`labkit.metrics.per_queue`)."""
+        """Jobs, completed, not started, mean wait (unstarted counted to the horizon), evictions and GPU-hours per
+        queue (`labkit.metrics.per_queue`)."""
         from .metrics import per_queue
 
         return per_queue(self)

@@ -168,16 +168,16 @@ def share_chart(result: Result, samples: int = 48) -> alt.Chart:
 
 
 def wait_cdf(result: Result, points: int = 200) -> alt.Chart:
-    """Empirical CDF of job wait (start - submit) per tenant, at most `points` points each."""
+    """Empirical CDF of `metrics.waited` per tenant (jobs not started by T counted to T), at most `points` points each."""
     frames = []
-    for queue, waits in result.jobs[result.jobs.start.notna()].groupby("queue").wait:
+    for queue, waits in metrics.waited(result).groupby(result.jobs.queue):
         values = np.sort(waits.to_numpy(float))
         keep = np.unique(np.linspace(0, len(values) - 1, min(points, len(values))).round().astype(int))
         frames.append(pd.DataFrame({"queue": queue, "wait_min": values[keep] / 60,
                                     "fraction": (keep + 1) / len(values)}))
     data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["queue", "wait_min", "fraction"])
     return alt.Chart(data).mark_line(interpolate="step-after").encode(
-        x=alt.X("wait_min:Q", title="wait (minutes)", scale=alt.Scale(type="symlog")),
+        x=alt.X("wait_min:Q", title="wait (minutes; not started: until the horizon)", scale=alt.Scale(type="symlog")),
         y=alt.Y("fraction:Q", title="fraction of jobs", axis=alt.Axis(format="%")),
         color=alt.Color("queue:N", scale=tenant_colour(result), title="tenant"),
     ).properties(title="wait-time CDF by tenant", width=500, height=220)

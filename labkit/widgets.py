@@ -230,19 +230,25 @@ CHARTS: dict[str, Callable[[Result], Any]] = {
 }
 
 
+WAIT_NOTE = "平均等待：到模拟结束仍未启动的作业（未启动）按一直等到结束计入。"
+"""Said under the panel's table: the waits of jobs that never started are censored at the horizon."""
+
+
 def metrics_table(result: Result) -> pd.DataFrame:
-    """The panel's table: per queue jobs, completed, mean wait, evictions, GPU-hours, plus a cluster row."""
+    """The panel's table: per queue jobs, completed, not started, mean wait (unstarted jobs counted to the
+    horizon), evictions, GPU-hours, plus a cluster row."""
     table = metrics.per_queue(result)
     total = metrics.summary(result)
-    cluster = pd.DataFrame([{"jobs": total["jobs"], "completed": total["completed"], "mean_wait_s": total["mean_wait_s"],
-                             "evictions": total["evictions"], "gpu_hours": round(metrics.gpu_seconds(result) / 3600, 1)}],
+    cluster = pd.DataFrame([{"jobs": total["jobs"], "completed": total["completed"], "not_started": total["not_started"],
+                             "mean_wait_s": total["mean_wait_s"], "evictions": total["evictions"],
+                             "gpu_hours": round(metrics.gpu_seconds(result) / 3600, 1)}],
                            index=["cluster"])
     table = pd.concat([table, cluster])
     table["gpu_utilisation"] = [None] * (len(table) - 1) + [total["gpu_utilisation"]]
     return table
 
 
-TABLE_HEADINGS = {"jobs": "作业数", "completed": "已完成", "mean_wait_s": "平均等待（秒）", "evictions": "驱逐次数",
+TABLE_HEADINGS = {"jobs": "作业数", "completed": "已完成", "not_started": "未启动", "mean_wait_s": "平均等待（秒）", "evictions": "驱逐次数",
                   "gpu_hours": "GPU·小时", "gpu_utilisation": "GPU 利用率"}
 """The table's headings as the panel shows them (`panel.table` keeps the column names)."""
 
@@ -319,7 +325,8 @@ class Panel:
         for holder, svg in zip(self._charts, self.svgs):
             holder.value = svg
         shown = self.table.rename(columns=TABLE_HEADINGS, index={"cluster": "整个集群"})
-        self._table.value = shown.to_html(classes="labkit-metrics", na_rep="", float_format="{:g}".format)
+        self._table.value = (shown.to_html(classes="labkit-metrics", na_rep="", float_format="{:g}".format)
+                             + f"<small>{WAIT_NOTE}</small>")
         self._status.value = f"第 {self.runs} 次运行：{time.perf_counter() - started:.2f} 秒"
 
     @property

@@ -189,10 +189,10 @@ def test_small_buffers_grow_and_give_the_same_run():
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 FAMILIES = {
-    "volcano": lambda: cases.case_study(),
+    "volcano": lambda: cases.case_study(nodes=32, hours=12),
     "kueue": lambda: labkit.load(EXAMPLES / "kueue-cohort.yaml"),
-    "slurm": lambda: with_policy(cases.case_study(), "slurm-fairshare"),
-    "kube": lambda: with_policy(cases.case_study(), "kube-coscheduling"),
+    "slurm": lambda: with_policy(cases.case_study(nodes=32, hours=12), "slurm-fairshare"),
+    "kube": lambda: with_policy(cases.case_study(nodes=32, hours=12), "kube-coscheduling"),
 }
 """A scenario each family's core runs (its own entry point and clock), with many sessions."""
 

@@ -6,6 +6,7 @@ import nbformat
 import pytest
 
 import labkit
+from labkit import metrics
 from labkit.cli import main
 from labkit.course import cases, notebooks, steps
 
@@ -94,6 +95,57 @@ def test_case_study_slice_and_week():
     assert cases.case_study(week=True).cluster.pools[0].count == 32
     with pytest.raises(ValueError):
         cases.nodeorder_conf("random")
+
+
+def _problems(week: bool) -> dict:
+    """What the running case shows under the shipped policy, computed from the engine's runs."""
+    scenario = cases.case_study(week=week)
+    run = labkit.simulate(scenario)
+    jobs = run.jobs.assign(waited=metrics.waited(run), duration=metrics.job_times(run).duration)
+    team = {name: jobs[jobs.namespace == name] for name in cases.TEAMS}
+    a, b, c = team["team-a"], team["team-b"], team["team-c"]
+    capability = float(scenario.queues[0].capability["nvidia.com/gpu"])
+    capped = labkit.simulate(cases.case_study(week=week, a_capability=int(capability * 2 // 3)))
+    capped_waits = metrics.waited(capped).groupby(capped.jobs.namespace).mean()
+    largest = a[a.gpus == a.gpus.max()]
+    return {
+        "utilisation": metrics.utilisation(run),
+        # team A's multi-node gangs wait behind B's stream: its largest never start, A waits longest
+        "a_largest_started": int(largest.start.notna().sum()),
+        "a_waits_longest": a.waited.mean() > max(b.waited.mean(), c.waited.mean()),
+        "a_multi_node": bool((a.gpus > 8).all()),
+        # team C's short jobs starve: one in twenty waits longer than a typical C job runs
+        "c_p95_over_median_run": c.waited.quantile(0.95) / c.duration.median(),
+        # the quota mistake: A's capability (75% of the cluster) lets unplaceable gangs hold the enqueue
+        # room; at two thirds of it B and C wait far less, A starts no fewer jobs, the GPUs do more work
+        "b_wait_ratio": capped_waits["team-b"] / b.waited.mean(),
+        "c_wait_ratio": capped_waits["team-c"] / c.waited.mean(),
+        "a_started_more_or_same": capped.jobs[capped.jobs.namespace == "team-a"].start.notna().sum()
+                                  >= a.start.notna().sum(),
+        "utilisation_gain": metrics.utilisation(capped) - metrics.utilisation(run),
+    }
+
+
+@pytest.fixture(scope="module")
+def problems() -> dict[str, dict]:
+    return {"week": _problems(True), "slice": _problems(False)}
+
+
+@pytest.mark.parametrize("which", ["week", "slice"])
+def test_the_case_shows_the_seeds_problems(problems, which):
+    shown = problems[which]
+    assert shown["a_multi_node"] and shown["a_largest_started"] == 0 and shown["a_waits_longest"]
+    assert shown["c_p95_over_median_run"] > 1
+    assert shown["b_wait_ratio"] < 0.5 and shown["c_wait_ratio"] < 0.5 and shown["a_started_more_or_same"]
+    assert shown["utilisation_gain"] > 0.05
+
+
+def test_the_slice_is_a_miniature_of_the_week(problems):
+    """Same load per GPU: the slice's GPU utilisation is within 5 points of the week's."""
+    assert abs(problems["slice"]["utilisation"] - problems["week"]["utilisation"]) < 0.05
+    slice_, week = cases.case_study(), cases.case_study(week=True)
+    share = [float(s.queues[0].capability["nvidia.com/gpu"]) / (s.cluster.pools[0].count * 8) for s in (slice_, week)]
+    assert share[0] == share[1]
 
 
 def test_quota_refuses_at_admission_and_counts_limitrange_defaults():

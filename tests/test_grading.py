@@ -6,20 +6,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labkit.course import steps, variants
+import labkit
+from labkit import metrics
+from labkit.course import cases, steps, variants
 from labkit.engine.simulate import simulate
 from labkit.grading import answers, check
 from labkit.grading.keys import CHECKS, judge
-from labkit.grading.keys.ch01 import SYMPTOMS
+from labkit.grading.keys.ch01 import symptoms
 
 
 @pytest.mark.parametrize(("qid", "right", "wrong"), [
     ("ch02.q1", (16, 0), (16, 4)),
     ("ch02.q2", [0, 0, 1, 1], [0, 1, 2, 3]),
     ("ch02.q3", "binpack", "least"),
-    ("ch01.q1", "team-b", "team-c"),
-    ("ch01.q2", (1, 1, 1), (5, 3, 2)),
-    ("ch01.q3", SYMPTOMS, {**SYMPTOMS, next(iter(SYMPTOMS)): "调度"}),
     ("ch03.q1", ["c-eval-4-worker-0", "c-eval-5-worker-0"], ["c-eval-5-worker-0"]),
     ("ch03.q2", 24, 28),
     ("ch03.q3", 1, 2),
@@ -35,6 +34,40 @@ def test_right_passes_wrong_fails(qid, right, wrong, capsys):
     assert capsys.readouterr().out == f"{qid}: 正确\n"
     check(qid, wrong)
     assert capsys.readouterr().out.startswith(f"{qid}: 错误（")
+
+
+@pytest.mark.parametrize("week", [False, True], ids=["slice", "week"])
+def test_ch01_q1_follows_the_run_the_student_made(week, capsys):
+    """Exercise 1.1 asks for the team with the longest mean wait under naive FIFO, jobs not started by
+    the horizon counted as waiting until it: computed here from the engine for the slice or the week."""
+    result = labkit.simulate(cases.case_study(tenancy=False, week=week))
+    waits = metrics.waited(result).groupby(result.jobs.namespace).mean()
+    slowest = waits.idxmax()
+    check("ch01.q1", slowest, week=week)
+    assert capsys.readouterr().out == "ch01.q1: 正确\n"
+    check("ch01.q1", next(t for t in cases.TEAMS if t != slowest), week=week)
+    assert capsys.readouterr().out.startswith("ch01.q1: 错误（")
+
+
+def test_ch01_q2_weights(capsys):
+    check("ch01.q2", (5, 3, 2))
+    assert capsys.readouterr().out.startswith("ch01.q2: 错误（团队 C 的等待没有比权重 5/3/2 时更短")
+
+
+def test_ch01_q3_key_follows_the_chapter_and_the_preset(capsys):
+    """A namespace's ResourceQuota is 多租户 (the chapter's table), a Queue's capability 资源分配; the
+    numbers in the symptoms are the preset's own."""
+    scenario = labkit.preset("case-study")
+    key = symptoms()
+    (quota,) = [s for s in key if "ResourceQuota" in s]
+    (capability,) = [s for s in key if "capability" in s]
+    assert key[quota] == "多租户" and key[capability] == "资源分配"
+    assert str(int(float(scenario.tenants[2].resource_quota.hard["requests.nvidia.com/gpu"]))) in quota
+    assert str(int(float(scenario.queues[0].capability["nvidia.com/gpu"]))) in capability
+    check("ch01.q3", key)
+    assert capsys.readouterr().out == "ch01.q3: 正确\n"
+    check("ch01.q3", {**key, quota: "资源分配"})
+    assert capsys.readouterr().out.startswith("ch01.q3: 错误（6 个现象中有 1 个")
 
 
 @pytest.mark.parametrize(("qid", "answer", "says"), [

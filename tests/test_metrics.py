@@ -156,6 +156,23 @@ def test_summary_and_per_queue_agree_with_the_result(run):
     assert per_queue.loc["a", "gpu_hours"] == round((4 + 8) * HOUR / HOUR, 1)
 
 
+def test_a_job_not_started_by_the_horizon_waits_until_it():
+    """Censored waits: j1 cannot start while j0 runs (1 h), so with a 30 min horizon it has waited
+    T - 10 s, and leaving it out would report j0's 1 s as the mean."""
+    data = one_node().model_dump(mode="json", by_alias=True, exclude_unset=True)
+    horizon = 1800.0
+    data["horizon"] = horizon
+    short = labkit.simulate(spec.validate(data))
+    assert short.jobs.set_index("name").start.isna().to_dict() == {"j0": False, "j1": True}
+    assert metrics.waited(short).tolist() == [J0_START, horizon - 10]
+    summary = metrics.summary(short)
+    assert summary["not_started"] == 1
+    assert summary["mean_wait_s"] == round((J0_START + horizon - 10) / 2, 1)
+    per_queue = metrics.per_queue(short)
+    assert per_queue.loc["a", "not_started"] == 1
+    assert per_queue.loc["a", "mean_wait_s"] == summary["mean_wait_s"]
+
+
 # ------------------------------------------------------------------------------------ invariants
 
 

@@ -133,7 +133,7 @@ def test_progress_is_told_and_ctrl_c_stops_the_run(engine, monkeypatch):
 
     monkeypatch.setattr(core, "FIRST_STEPS", 1)
     monkeypatch.setattr(simulate_module, "PROGRESS_SECONDS", 0.0)
-    scenario = cases.case_study()
+    scenario = cases.case_study(nodes=8, hours=24)
     seen = []
     result = labkit.simulate(scenario, engine=engine, progress=lambda *told: seen.append(told))
     assert seen and seen[-1][1] == len(result.jobs) and seen[-1][0] <= (result.jobs.state == "Completed").sum()
@@ -153,8 +153,8 @@ def family_scenarios() -> dict[str, spec.Scenario]:
     from labkit.engine.simulate import with_policy
 
     return {"kueue": labkit.load(EXAMPLES / "kueue-cohort.yaml"),
-            "slurm": with_policy(cases.case_study(), "slurm-backfill"),
-            "kube": with_policy(cases.case_study(), "kube-default")}
+            "slurm": with_policy(cases.case_study(nodes=8, hours=24), "slurm-backfill"),
+            "kube": with_policy(cases.case_study(nodes=8, hours=24), "kube-default")}
 
 
 @pytest.mark.parametrize("family", ["kueue", "slurm", "kube"])

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import spec
 from ..spec import Scenario
+from ..spec.quantity import parse_duration, parse_quantity
 
 TEAMS = ("team-a", "team-b", "team-c")
 EXAMPLES = resources.files("labkit") / "examples"
@@ -18,26 +19,31 @@ def _data(name: str) -> dict[str, Any]:
     return spec.preset(name).model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
-def case_study(nodes: int = 8, hours: int = 12, tenancy: bool = True, weights: tuple[int, int, int] | None = None,
-               a_capability: int | None = None, week: bool = False) -> Scenario:
-    """The running case on `nodes` x 8 A100 for `hours`, or (week=True) the preset's 32 nodes and 7 days.
+def case_study(nodes: int = 16, hours: int = 168, tenancy: bool = True,
+               weights: tuple[int, int, int] | None = None, a_capability: int | None = None,
+               week: bool = False) -> Scenario:
+    """The running case as a miniature on `nodes` x 8 A100 for `hours`, or (week=True) the preset itself.
 
-    A slice keeps the three teams' arrival processes and scales team A's jobs to 16/32 GPUs (every
-    4 h) so the small cluster is contended as the full one is. `tenancy=False` is the naive set-up:
-    one FIFO queue, no priorities, no quotas. `weights` are the queues' weights (A, B, C), default
-    the preset's 5/3/2; `a_capability` caps team A's queue in GPUs (default: the preset's 75% of
-    the cluster).
+    The miniature scales the whole case by k = nodes / 32: teams B's and C's arrival rates, team A's
+    gang sizes and team A's queue capability are multiplied by k, so every team offers the same load
+    per GPU and A's gangs need the same share of the cluster as in the week (the default, 16 nodes
+    for 7 days, shows what the week shows). `tenancy=False` is the naive set-up: one FIFO queue, no
+    priorities, no quotas. `weights` are the queues' weights (A, B, C), default the preset's 5/3/2;
+    `a_capability` caps team A's queue in GPUs (default: the preset's, scaled).
     """
     data = _data("case-study")
     if not week:
+        k = nodes / data["cluster"]["pools"][0]["count"]
         data["cluster"]["pools"][0]["count"] = nodes
         data["horizon"] = f"{hours}h"
+        pretrain, finetune, dataproc = data["workloads"]
         for workload in data["workloads"]:
             workload["end"] = f"{hours}h"
-        pretrain = data["workloads"][0]
-        pretrain["gpus"]["choices"] = [16, 32]
-        pretrain["arrival"]["interval"] = "4h"
-        data["queues"][0]["capability"] = {"nvidia.com/gpu": 6 * nodes}
+        for workload in (finetune, dataproc):
+            workload["arrival"]["interval"] = f"{parse_duration(workload['arrival']['interval']) / k:g}s"
+        pretrain["gpus"]["choices"] = [max(8, round(g * k / 8) * 8) for g in pretrain["gpus"]["choices"]]
+        capability = data["queues"][0]["capability"]
+        capability["nvidia.com/gpu"] = round(parse_quantity(capability["nvidia.com/gpu"]) * k)
     if not tenancy:
         data["queues"] = [{"name": "default"}]
         data.pop("priorityClasses", None)

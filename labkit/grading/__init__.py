@@ -27,30 +27,33 @@ GRADING_ENV = "LABKIT_GRADING"
 ANSWER_TAG, CHECK_TAG = "answer:", "check:"
 
 
-def check(qid: str, answer: Any) -> None:
-    """Print the check's one-line verdict (while working), or hand the answer to the grader (graded run)."""
+def check(qid: str, answer: Any, **options: Any) -> None:
+    """Print the check's one-line verdict (while working), or hand the answer to the grader (graded run).
+    `options` (e.g. ``week=WEEK``) say which run the student made; they travel with the answer."""
     if os.environ.get(GRADING_ENV) == "1":
-        _submit(qid, answer)
+        _submit(qid, answer, options)
         return
     from .keys import judge
 
     try:
         value = json.loads(encode(answer)) if answered(answer) else answer
+        plain = json.loads(encode(options))
     except Unusable as err:
         print(f"{qid}: 错误（{err}）")
         return
-    print(judge(qid, value, variants.current()).line())
+    print(judge(qid, value, variants.current(), plain).line())
 
 
-def _submit(qid: str, answer: Any) -> None:
-    """Display the answer as plain data for the grader, and say so."""
+def _submit(qid: str, answer: Any, options: dict[str, Any]) -> None:
+    """Display the answer (and the run's options) as plain data for the grader, and say so."""
     from IPython.display import display
 
     if not answered(answer):
         bundle, line = {"qid": qid, "unanswered": True}, f"{qid}: {NOT_ANSWERED}"
     else:
         try:
-            bundle, line = {"qid": qid, "value": json.loads(encode(answer))}, f"{qid}: 答案已交给评分程序"
+            bundle = {"qid": qid, "value": json.loads(encode(answer)), "options": json.loads(encode(options))}
+            line = f"{qid}: 答案已交给评分程序"
         except Unusable as err:
             bundle, line = {"qid": qid, "unsendable": str(err)}, f"{qid}: 错误（{err}）"
     display({MIME: bundle, "text/plain": line}, raw=True)

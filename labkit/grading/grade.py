@@ -225,7 +225,7 @@ def _handed_out(cell: dict, qid: str) -> dict | None:
 
 
 def extract(merged: nbformat.NotebookNode, run: sandbox.Run, limits: sandbox.Limits) -> dict[str, dict]:
-    """Per check: {"value"}, {"unanswered"} or {"reason", "code"}, from the run's (untrusted) notebook."""
+    """Per check: {"value", "options"}, {"unanswered"} or {"reason", "code"}, from the run's (untrusted) notebook."""
     cells = (run.notebook or {}).get("cells")
     cells = cells if isinstance(cells, list) and len(cells) == len(merged.cells) else None
     finished = run.stopped is None and run.notebook is not None
@@ -246,8 +246,9 @@ def extract(merged: nbformat.NotebookNode, run: sandbox.Run, limits: sandbox.Lim
         bundle = _handed_out(cells[i], qid)
         answer_error = _errors(cells[answer_at[qid]]) if qid in answer_at else None
         if bundle is not None and "value" in bundle:
-            size = len(json.dumps(bundle["value"], ensure_ascii=False).encode("utf-8"))
-            entries[qid] = ({"value": bundle["value"]} if size <= MAX_ANSWER_BYTES else
+            entry = {"value": bundle["value"], "options": bundle.get("options", {})}
+            size = len(json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+            entries[qid] = (entry if size <= MAX_ANSWER_BYTES else
                             {"reason": f"答案太大（超过 {MAX_ANSWER_BYTES // 1024} KB）", "code": "too-large"})
         elif bundle is not None and bundle.get("unanswered"):
             entries[qid] = {"unanswered": True}

@@ -21,9 +21,13 @@ RECORDS = "verdicts.jsonl"
 
 
 def verdict(qid: str, entry: dict[str, Any], student: str) -> Verdict:
-    """Judge one extracted entry: {"value": ...}, {"unanswered": true} or {"reason", "code"} (no value came out)."""
+    """Judge one extracted entry: {"value": ..., "options": {...}}, {"unanswered": true} or {"reason", "code"}
+    (no value came out)."""
     if "value" in entry:
-        return judge(qid, entry["value"], student)
+        options = entry.get("options", {})
+        if not isinstance(options, dict):
+            return Verdict(qid, False, "选项应为字典", "wrong-type")
+        return judge(qid, entry["value"], student, options)
     if entry.get("unanswered"):
         return Verdict(qid, False, "未作答", "not-answered")
     return Verdict(qid, False, str(entry.get("reason", "没有交出答案")), str(entry.get("code", "no-answer")))

@@ -34,18 +34,25 @@ def register(qid: str, points: int = 1) -> Callable:
     return add
 
 
-def judge(qid: str, value: Any, student: str = "") -> Verdict:
-    """The verdict on plain answer `value` for `student`'s variant of the chapter."""
+def judge(qid: str, value: Any, student: str = "", options: dict[str, Any] | None = None) -> Verdict:
+    """The verdict on plain answer `value` for `student`'s variant of the chapter. `options` say which
+    run the student made (e.g. ``{"week": True}``: ch. 1 on the whole week), as plain data beside the
+    answer; a check takes the variant as its parameter `v`, the options as keywords."""
     if qid not in CHECKS:
         raise KeyError(f"no check named {qid!r}; known: {', '.join(sorted(CHECKS))}")
     check = CHECKS[qid]
     if not answered(value):
         return Verdict(qid, False, "未作答", "not-answered")
     args = [value]
-    if len(inspect.signature(check.fn).parameters) > 1:
+    parameters = inspect.signature(check.fn).parameters
+    if "v" in parameters:
         args.append(variants.params(check.chapter, student))
+    options = options or {}
+    unknown = sorted(set(options) - set(parameters) - {"v"})
+    if unknown or not all(isinstance(o, bool | int | float | str) for o in options.values()):
+        return Verdict(qid, False, f"这道题不认识选项 {', '.join(unknown) or options}", "wrong-type")
     try:
-        ok, why = check.fn(*args)
+        ok, why = check.fn(*args, **options)
     except Unusable as err:
         return Verdict(qid, False, str(err), "wrong-type")
     except (TypeError, ValueError, KeyError, IndexError, LabkitError) as err:
