@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -27,10 +28,11 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import labkit  # noqa: E402
-from labkit import spec  # noqa: E402
+import labkit
+from labkit import spec
 
-TRACES = ROOT.parent / "shared" / "traces"
+TRACES = Path(os.environ.get("LABKIT_TRACES", ROOT.parent / "shared" / "traces"))
+"""Where the traces are (../shared/traces beside the checkout; LABKIT_TRACES overrides)."""
 
 
 def table_hash(df: pd.DataFrame) -> str:

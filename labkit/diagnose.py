@@ -25,7 +25,7 @@ import pandas as pd
 from . import metrics
 from .engine.framework import REJECT, JobInfo, QueueInfo, Session, TaskInfo
 from .engine.problem import ARG_DEFAULTS, PODS, Arg, Ext, Plugin, PodGroupPhase, TaskStatus
-from .engine.reference import run_session
+from .engine.volcano.reference import run_session
 from .spec.quantity import parse_quantity
 
 if TYPE_CHECKING:

@@ -20,10 +20,10 @@ import pandas as pd
 
 from .engine.compile import DEFAULT_MAX_PODS, Compiled, compile_scenario
 from .engine.framework import Session
-from .engine.plugins import Capacity, Proportion, QueueAttr
 from .engine.problem import PODS, PodGroupPhase, Problem, State, TaskStatus
-from .engine.reference import open_session
 from .engine.simulate import subproblem
+from .engine.volcano.plugins import Capacity, Proportion, QueueAttr
+from .engine.volcano.reference import open_session
 from .spec.quantity import parse_duration, parse_quantity
 
 if TYPE_CHECKING:

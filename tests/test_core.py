@@ -16,8 +16,8 @@ import labkit
 from labkit import spec
 from labkit.course import cases
 from labkit.engine import core
-from labkit.engine.reference import run_session
 from labkit.engine.simulate import result_of, with_policy
+from labkit.engine.volcano.reference import run_session
 from labkit.errors import LabkitError, SpecError
 from labkit.workloads import multi_tenant
 

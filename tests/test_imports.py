@@ -55,10 +55,10 @@ def graph() -> dict[str, set[str]]:
 def cycles(g: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan, iterative)."""
     index, low, stack, on, out = {}, {}, [], set(), []
-    for root in g:
+    for root, children in g.items():
         if root in index:
             continue
-        work = [(root, iter(sorted(g[root])))]
+        work = [(root, iter(sorted(children)))]
         index[root] = low[root] = len(index)
         stack.append(root)
         on.add(root)

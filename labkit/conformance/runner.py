@@ -17,7 +17,7 @@ import yaml
 
 from labkit.conformance.cases import load_case
 from labkit.engine.problem import Decisions, PodGroupPhase, Problem
-from labkit.engine.reference import run_session
+from labkit.engine.volcano.reference import run_session
 from labkit.errors import SpecError
 
 DEFAULT_CASES = Path(__file__).with_name("volcano-cases.yaml")

@@ -37,7 +37,7 @@ from ..spec import Scenario, conf_of, scheduler_of
 from ..spec.model import Task, Tenant
 from ..spec.quantity import parse_duration
 from ..workloads import JobTable, expand, job_table
-from .kube import ResourceQuotas, filter_failure, kube_policy, resource_quotas
+from .kube.reference import ResourceQuotas, filter_failure, kube_policy, resource_quotas
 from .problem import (
     ACTION_NAMES,
     BASE_RESOURCES,
@@ -50,7 +50,7 @@ from .problem import (
     policy_from_conf,
     resource_vector,
 )
-from .slurm import slurm_policy, slurm_request, slurm_tables
+from .slurm.reference import slurm_policy, slurm_request, slurm_tables
 
 DEFAULT_MAX_PODS = 110
 """kubelet's default `maxPods`, used when a node pool does not list `pods`."""

@@ -220,18 +220,18 @@ def unsupported(compiled: Compiled) -> str | None:
     problem = compiled.problem
     policy = problem.policy
     if compiled.source.scheduler.kueue is not None:
-        from .core_kueue import unsupported as kueue_unsupported
+        from .kueue.core import unsupported as kueue_unsupported
 
         if compiled.quotas is not None:
             return "ResourceQuota admission under Kueue"
 
         return kueue_unsupported(compiled)
     if policy.family == Family.SLURM:
-        from .core_slurm import unsupported as slurm_unsupported
+        from .slurm.core import unsupported as slurm_unsupported
 
         return slurm_unsupported(compiled)
     if policy.family == Family.KUBE:
-        from .core_kube import unsupported as kube_unsupported
+        from .kube.core import unsupported as kube_unsupported
 
         return kube_unsupported(compiled)
     if policy.family != Family.VOLCANO:
@@ -398,7 +398,7 @@ def _attempts_repeat(p: Problem, arrays: dict) -> bool:
     capacity's allocatable), no time in the votes (sla), every scan sees every node from any start
     (at most 100 nodes, so the rotating start comes back where it was), and no preempt or reclaim
     to read the attempt's fit errors."""
-    from .core_actions import MIN_NODES_TO_FIND
+    from .volcano.core_actions import MIN_NODES_TO_FIND
 
     actions = set(arrays["actions"].tolist())
     return (p.n_nodes <= MIN_NODES_TO_FIND and arrays["hook_len"][H_ALLOCATABLE] == 0
@@ -491,11 +491,11 @@ def static_arrays(c: Compiled) -> dict:
     arrays.update(_quota_arrays(c))
     arrays.update(_waiting_arrays(p, arrays))
     if p.policy.family == Family.SLURM:
-        from .core_slurm import slurm_arrays
+        from .slurm.core import slurm_arrays
 
         arrays.update(slurm_arrays(c))
     if p.policy.family == Family.KUBE:
-        from .core_kube import kube_arrays
+        from .kube.core import kube_arrays
 
         arrays.update(kube_arrays(c))
     return arrays
@@ -595,8 +595,8 @@ def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
         compiled, static, missing = _CACHE[key]
         return (replace(compiled, source=scenario) if table is not None else compiled), static, missing
     if kueue:
-        from .core_kueue import kueue_arrays
-        from .kueue import compile_kueue
+        from .kueue.core import kueue_arrays
+        from .kueue.reference import compile_kueue
 
         compiled = compile_kueue(scenario)
     else:
@@ -640,15 +640,15 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
     from .core_clock import run as run_core
 
     if compiled.source.scheduler.kueue is not None:
-        from .core_kueue import run as run_kueue
+        from .kueue.core import run as run_kueue
 
         return run_kueue(compiled, static, scale, progress)
     if compiled.problem.policy.family == Family.SLURM:
-        from .core_slurm import run as run_slurm
+        from .slurm.core import run as run_slurm
 
         return run_slurm(compiled, static, scale, progress)
     if compiled.problem.policy.family == Family.KUBE:
-        from .core_kube import run as run_kube
+        from .kube.core import run as run_kube
 
         return run_kube(compiled, static, scale, progress)
     mutable, _ = run_grown(in_slices(run_core, progress), CoreFields, static, scale)

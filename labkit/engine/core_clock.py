@@ -26,7 +26,6 @@ from .core_account import (
     set_status,
     touch,
 )
-from .core_actions import run_session, sort_prefix
 from .core_state import (
     ALLOCATE,
     ARRIVAL,
@@ -84,6 +83,7 @@ from .core_state import (
     state_free,
     state_new,
 )
+from .volcano.core_actions import run_session, sort_prefix
 
 # -------------------------------------------------------------------------------- records
 

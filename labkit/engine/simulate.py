@@ -287,7 +287,7 @@ class Simulation:
         usage = None
         args = self.p.policy.slurm
         if args is not None and args.slurmdbd and args.weight_fairshare:
-            from .slurm import decayed_usage
+            from .slurm.reference import decayed_usage
 
             usage = decayed_usage(self.p, np.array(self.trace.runs, float).reshape(-1, 5), now)
         return {"task_start": start, "task_nominated": self.nominated[tasks],
@@ -543,7 +543,7 @@ def _to_full(decisions: Decisions, jobs: np.ndarray, tasks: np.ndarray) -> Decis
 def cycle(scenario: Scenario, policy: str | None = None, session: Session | None = None) -> Cycle:
     """One scheduling session on the scenario as a snapshot: every job present, `status` applied."""
     from .compile import compile_scenario
-    from .reference import run_session
+    from .volcano.reference import run_session
 
     if policy is not None:
         scenario = with_policy(scenario, policy)
@@ -751,7 +751,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
     """
     from ..errors import LabkitError
     from .compile import compile_scenario
-    from .reference import run_session
+    from .volcano.reference import run_session
 
     if engine not in ("auto", "numba", "reference"):
         raise LabkitError(f"engine {engine!r}: expected auto, numba or reference")
@@ -776,7 +776,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
             raise LabkitError(f"engine numba: the numba core does not simulate {missing}")
         ran = f"reference (the numba core does not simulate {missing})"
     if session is None and spec.scheduler_of(scenario).kueue is not None:
-        from .kueue import compile_kueue, simulate_kueue
+        from .kueue.reference import compile_kueue, simulate_kueue
 
         compiled = compiled or compile_kueue(scenario)
         with progress_bar(progress, compiled.problem.n_jobs) as tell:

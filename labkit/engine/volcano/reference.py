@@ -17,7 +17,6 @@ take snapshot order (lowest node / task / job index first).
 
 from __future__ import annotations
 
-from labkit.engine import kube, slurm
 from labkit.engine.framework import (
     COMPLETED_STATUSES,
     PREEMPTABLE_STATUSES,
@@ -29,7 +28,7 @@ from labkit.engine.framework import (
     TaskInfo,
     fits,
 )
-from labkit.engine.plugins import PLUGINS
+from labkit.engine.kube import reference as kube
 from labkit.engine.problem import (
     Action,
     Decisions,
@@ -41,6 +40,8 @@ from labkit.engine.problem import (
     TaskStatus,
 )
 from labkit.engine.resources import less_equal
+from labkit.engine.slurm import reference as slurm
+from labkit.engine.volcano.plugins import PLUGINS
 
 # --------------------------------------------------------------------------------------------
 # Session open / close

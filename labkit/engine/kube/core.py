@@ -25,11 +25,10 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..spec.kube import MAX_NODE_SCORE
-from .core import CoreFields, fresh, in_slices, record, run_grown
-from .core_account import list_insert, list_remove, set_created, set_status
-from .core_actions import sort_prefix
-from .core_clock import (
+from ...spec.kube import MAX_NODE_SCORE
+from ..core import CoreFields, fresh, in_slices, record, run_grown
+from ..core_account import list_insert, list_remove, set_created, set_status
+from ..core_clock import (
     always_room,
     bind,
     clock_event,
@@ -46,8 +45,7 @@ from .core_clock import (
     session_at,
     submit,
 )
-from .core_slurm import wake_queued
-from .core_state import (
+from ..core_state import (
     ALLOCATED,
     BINDING,
     CPU,
@@ -71,7 +69,11 @@ from .core_state import (
     state_free,
     state_new,
 )
-from .kube import (
+from ..problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
+from ..simulate import RunRecord
+from ..slurm.core import wake_queued
+from ..volcano.core_actions import sort_prefix
+from .reference import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     NO_VICTIMS,
@@ -91,8 +93,6 @@ from .kube import (
     timeout_message,
     waiting_message,
 )
-from .problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
-from .simulate import RunRecord
 
 # -------------------------------------------------------------------------------- codes
 

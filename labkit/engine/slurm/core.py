@@ -24,10 +24,9 @@ from types import SimpleNamespace
 import numpy as np
 from numba import njit
 
-from .core import CoreFields, fresh, in_slices, record, run_grown
-from .core_account import set_created, set_job_phase
-from .core_actions import sort_prefix
-from .core_clock import (
+from ..core import CoreFields, fresh, in_slices, record, run_grown
+from ..core_account import set_created, set_job_phase
+from ..core_clock import (
     always_room,
     bind,
     clock_event,
@@ -45,7 +44,7 @@ from .core_clock import (
     submit,
     terminate,
 )
-from .core_state import (
+from ..core_state import (
     BINDING,
     BOUND,
     CPU,
@@ -73,9 +72,10 @@ from .core_state import (
     state_free,
     state_new,
 )
-from .problem import PreemptMode, SlurmAction
-from .simulate import RunRecord
-from .slurm import (
+from ..problem import PreemptMode, SlurmAction
+from ..simulate import RunRecord
+from ..volcano.core_actions import sort_prefix
+from .reference import (
     GRP_REASON,
     SLURM_TRES,
     USER_REASON,

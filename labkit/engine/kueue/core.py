@@ -25,10 +25,10 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..spec.quantity import parse_duration, parse_quantity
-from .core import CoreFields, fresh, in_slices, record, run_grown
-from .core import _events as core_events
-from .core_clock import (
+from ...spec.quantity import parse_duration, parse_quantity
+from ..core import CoreFields, fresh, in_slices, record, run_grown
+from ..core import _events as core_events
+from ..core_clock import (
     always_room,
     bind,
     changed,
@@ -42,8 +42,8 @@ from .core_clock import (
     session_at,
     set_phase,
 )
-from .core_clock import apply_event as clock_apply_event
-from .core_state import (
+from ..core_clock import apply_event as clock_apply_event
+from ..core_state import (
     BINDING,
     BOUND,
     EV_EVICTED,
@@ -62,7 +62,8 @@ from .core_state import (
     state_free,
     state_new,
 )
-from .kueue import (
+from ..simulate import RunRecord
+from .reference import (
     ANY,
     DEFAULT_STRATEGIES,
     HUMAN_READABLE_REASONS,
@@ -84,7 +85,6 @@ from .kueue import (
     build_tree,
     format_quantity,
 )
-from .simulate import RunRecord
 
 # -------------------------------------------------------------------------------- codes
 
