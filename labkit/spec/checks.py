@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import SpecError
+from . import kueue
 from .model import Job, NodePool, Scenario, Task, Toleration, Workload
 from .quantity import parse_duration, parse_quantity
 
@@ -56,9 +57,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
         check_fit(f"workloads[{i}]", largest_pod(load), None, scenario.cluster.pools)
     _unique("workloads", [w.name for w in scenario.workloads], "workload")
     _check_slurm(scenario)
-    from . import kueue  # here, not at the top: model.py imports kueue, which builds on model
-
-    kueue.check(scenario)
+    kueue.check(scenario.kueue, scenario.scheduler.kueue, {t.ns for t in scenario.tenants} | {"default"})
     sched = scenario.scheduler
     if sched.section is None:
         known = sorted(policies)

@@ -8,16 +8,13 @@ through the LocalQueue of its namespace (the one named by the job's ``queue``, e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from ..errors import SpecError
-from .model import Duration, Model, ObjectName, Quantity, Taint
+from .base import Duration, Model, ObjectName, Quantity, Taint
 from .quantity import parse_quantity
-
-if TYPE_CHECKING:
-    from .model import Scenario
 
 PreemptionPolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
 
@@ -144,11 +141,11 @@ def check_configuration(conf: KueueConfiguration, where: str) -> None:
                         "[LessThanInitialShare] or both in that order")
 
 
-def check(scenario: Scenario) -> None:
-    """Raise SpecError for the first Kueue rule the scenario breaks."""
-    if scenario.scheduler.kueue is not None:
-        check_configuration(scenario.scheduler.kueue, "scheduler.kueue")
-    k = scenario.kueue
+def check(k: Kueue | None, configuration: KueueConfiguration | None, namespaces: set[str]) -> None:
+    """Raise SpecError for the first Kueue rule a scenario's `kueue` objects, its
+    `scheduler.kueue` configuration or its LocalQueues' `namespaces` break."""
+    if configuration is not None:
+        check_configuration(configuration, "scheduler.kueue")
     if k is None:
         return
     _unique("kueue.resourceFlavors", [f.name for f in k.resource_flavors], "ResourceFlavor")
@@ -165,7 +162,6 @@ def check(scenario: Scenario) -> None:
         if f.name not in used:
             raise SpecError(f"kueue.resourceFlavors[{i}]", f"ResourceFlavor {f.name!r} is in no resourceGroup")
     _check_cycles(k.cohorts)
-    namespaces = {t.ns for t in scenario.tenants} | {"default"}
     cqs = {q.name for q in k.cluster_queues}
     for i, lq in enumerate(k.local_queues):
         if lq.cluster_queue not in cqs:

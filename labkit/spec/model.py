@@ -13,7 +13,6 @@ Models are immutable; `labkit.spec.checks` adds the rules that span several fiel
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -32,77 +31,24 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel, to_pascal
+from pydantic.alias_generators import to_pascal
 
+from .base import (
+    Duration,
+    Model,
+    Namespace,
+    ObjectName,
+    PositiveDuration,
+    Quantity,
+    ResourceList,
+    Taint,
+    non_negative_duration,
+)
+from .kube import KubeSchedulerConfiguration
+from .kueue import Kueue, KueueConfiguration
 from .quantity import parse_duration, parse_quantity
 
-_RESOURCE_NAME = re.compile(r"^(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-
-
-def _non_negative_quantity(value: str | float) -> str | int | float:
-    if parse_quantity(value) < 0:
-        raise ValueError("must be >= 0")
-    return value
-
-
-def _non_negative_duration(value: str | float) -> str | int | float:
-    if parse_duration(value) < 0:
-        raise ValueError("must be >= 0")
-    return value
-
-
-def _positive_duration(value: str | float) -> str | int | float:
-    if parse_duration(value) <= 0:
-        raise ValueError("must be > 0")
-    return value
-
-
-def _object_name(value: str) -> str:
-    if len(value) > 253 or not _OBJECT_NAME.match(value):
-        raise ValueError(f"{value!r} is not a Kubernetes object name (lower case letters, digits, '-', '.')")
-    return value
-
-
-def _dns_label(value: str) -> str:
-    if len(value) > 63 or not _DNS_LABEL.match(value):
-        raise ValueError(f"{value!r} is not a DNS label (lower case letters, digits, '-', at most 63)")
-    return value
-
-
-Quantity = Annotated[str | int | float, AfterValidator(_non_negative_quantity)]
-Duration = Annotated[str | int | float, AfterValidator(_non_negative_duration)]
-PositiveDuration = Annotated[str | int | float, AfterValidator(_positive_duration)]
-ObjectName = Annotated[str, AfterValidator(_object_name)]
-Namespace = Annotated[str, AfterValidator(_dns_label)]
-
-
-def _resource_names(value: dict[str, Any]) -> dict[str, Any]:
-    for name in value:
-        if not _RESOURCE_NAME.match(name):
-            raise ValueError(f"{name!r} is not a resource name (e.g. cpu, memory, nvidia.com/gpu)")
-    return value
-
-
-ResourceList = Annotated[dict[str, Quantity], AfterValidator(_resource_names)]
-
-
-class Model(BaseModel):
-    """Base: unknown fields are errors, objects are immutable, YAML keys are camelCase."""
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_camel, validate_default=False
-    )
-
-
 # ---------------------------------------------------------------------------------------- cluster
-
-
-class Taint(Model):
-    key: str
-    value: str = ""
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
 class Toleration(Model):
@@ -405,7 +351,7 @@ def _random(value: Any) -> Any:
             where = ".".join(str(part) for part in first["loc"])
             raise ValueError(f"{where}: {first['msg']}" if where else first["msg"]) from None
     parse_duration(value)
-    return _non_negative_duration(value)
+    return non_negative_duration(value)
 
 
 Random = Annotated[Any, PlainValidator(_random)]
@@ -800,10 +746,6 @@ def _conf_text(value: Any) -> Any:
         except yaml.YAMLError as err:
             raise ValueError(f"not YAML: {str(err).splitlines()[0]}") from None
     return value
-
-
-from .kube import KubeSchedulerConfiguration  # kube-scheduler's configuration builds on the Model above
-from .kueue import Kueue, KueueConfiguration  # Kueue's objects build on the Model above
 
 
 class Scheduler(Model):
