@@ -8,9 +8,8 @@ import sys
 from collections.abc import Callable
 
 from . import spec
+from .commands import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, add_source, read_scenario
 from .errors import LabkitError
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,23 +19,8 @@ class _Parser(argparse.ArgumentParser):
         raise LabkitError(f"{self.prog}: {message}")
 
 
-def _add_source(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("scenario", nargs="?", help="scenario YAML file, or - for standard input")
-    parser.add_argument("--preset", metavar="NAME", help="a scenario shipped with labkit (see `labkit presets`)")
-
-
-def _scenario(args: argparse.Namespace) -> spec.Scenario:
-    if (args.scenario is None) == (args.preset is None):
-        raise LabkitError("give a SCENARIO file (or - for stdin) or --preset NAME, not both")
-    if args.preset is not None:
-        return spec.preset(args.preset)
-    if args.scenario == "-":
-        return spec.loads(sys.stdin.read(), source="<stdin>")
-    return spec.load(args.scenario)
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
-    scenario = _scenario(args)
+    scenario = read_scenario(args)
     jobs = len(scenario.jobs)
     made = f" + {_workloads_text(scenario)}" if scenario.workloads else ""
     nodes = sum(p.count for p in scenario.cluster.pools)
@@ -57,7 +41,7 @@ def _workloads_text(scenario: spec.Scenario) -> str:
 def cmd_show(args: argparse.Namespace) -> int:
     from .workloads import expand
 
-    scenario = spec.resolve(_scenario(args))
+    scenario = spec.resolve(read_scenario(args))
     if args.expand:
         scenario = expand(scenario)
     if args.yaml:
@@ -103,7 +87,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .engine.simulate import simulate
 
-    result = simulate(_scenario(args), policy=args.policy, engine=args.engine, progress=sys.stderr.isatty())
+    result = simulate(read_scenario(args), policy=args.policy, engine=args.engine, progress=sys.stderr.isatty())
     summary = result.summary()
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
@@ -120,7 +104,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_cycle(args: argparse.Namespace) -> int:
     from .engine.simulate import cycle
 
-    decided = cycle(_scenario(args), policy=args.policy)
+    decided = cycle(read_scenario(args), policy=args.policy)
     table = decided.table()
     if args.json:
         print(json.dumps({"decisions": table.to_dict("records"), "podgroups": decided.phases()}, indent=2))
@@ -158,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text, description=text)
         p.set_defaults(func=func)
         if name in ("validate", "show", "simulate", "cycle"):
-            _add_source(p)
+            add_source(p)
         if name in ("simulate", "cycle"):
             p.add_argument("--policy", metavar="NAME", help="run under this policy preset instead of the scenario's")
         if name == "simulate":
