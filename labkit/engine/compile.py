@@ -34,6 +34,7 @@ import pandas as pd
 
 from ..errors import SpecError
 from ..spec import Scenario, conf_of, scheduler_of
+from ..spec.base import DEFAULT_MAX_PODS
 from ..spec.model import Task, Tenant
 from ..spec.quantity import parse_duration
 from ..workloads import JobTable, expand, job_table
@@ -51,9 +52,6 @@ from .problem import (
     resource_vector,
 )
 from .slurm.reference import slurm_policy, slurm_request, slurm_tables
-
-DEFAULT_MAX_PODS = 110
-"""kubelet's default `maxPods`, used when a node pool does not list `pods`."""
 
 CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 

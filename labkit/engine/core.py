@@ -28,18 +28,15 @@ from __future__ import annotations
 
 import gc
 import time
-from collections import OrderedDict, namedtuple
+from collections import namedtuple
 from contextlib import contextmanager
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from ..errors import LabkitError
 from ..progress import Progress
-from ..spec import Scenario, scheduler_of
-from ..workloads import job_table, table_key
-from .compile import Compiled, compile_scenario, first_positions
+from .compile import Compiled, first_positions
 from .core_state import (
     EVENT_KINDS,
     FREED_LOG,
@@ -95,12 +92,11 @@ from .problem import (
     Action,
     Arg,
     Ext,
-    Family,
     Plugin,
     PodGroupPhase,
     Problem,
 )
-from .simulate import CodedEvents, RunRecord
+from .records import CodedEvents, RunRecord
 
 P = Plugin
 REGISTERED = {
@@ -216,26 +212,9 @@ CoreFields = namedtuple("CoreFields", STATIC + tuple(MUTABLE))
 
 
 def unsupported(compiled: Compiled) -> str | None:
-    """What in this compiled scenario the numba core does not simulate, or None."""
+    """What in this compiled Volcano scenario the numba core does not simulate, or None."""
     problem = compiled.problem
     policy = problem.policy
-    if compiled.source.scheduler.kueue is not None:
-        from .kueue.core import unsupported as kueue_unsupported
-
-        if compiled.quotas is not None:
-            return "ResourceQuota admission under Kueue"
-
-        return kueue_unsupported(compiled)
-    if policy.family == Family.SLURM:
-        from .slurm.core import unsupported as slurm_unsupported
-
-        return slurm_unsupported(compiled)
-    if policy.family == Family.KUBE:
-        from .kube.core import unsupported as kube_unsupported
-
-        return kube_unsupported(compiled)
-    if policy.family != Family.VOLCANO:
-        return f"{Family(policy.family).name.lower()} policies"
     if policy.action_period is not None or policy.pods_at_submit:
         return "action periods or pods at submit"
     if np.isfinite(problem.job_time_limit).any():
@@ -490,14 +469,6 @@ def static_arrays(c: Compiled) -> dict:
     arrays.update(_plugin_arrays(p))
     arrays.update(_quota_arrays(c))
     arrays.update(_waiting_arrays(p, arrays))
-    if p.policy.family == Family.SLURM:
-        from .slurm.core import slurm_arrays
-
-        arrays.update(slurm_arrays(c))
-    if p.policy.family == Family.KUBE:
-        from .kube.core import kube_arrays
-
-        arrays.update(kube_arrays(c))
     return arrays
 
 
@@ -570,53 +541,6 @@ def mutable_arrays(st: dict, scale: float) -> dict:
 # ---------------------------------------------------------------------------------------- run
 
 
-_CACHE: OrderedDict[str, tuple[Compiled, dict, str | None]] = OrderedDict()
-_CACHE_SIZE = 4
-
-
-def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
-    """The compiled scenario, its static core arrays and what the core cannot simulate (None if
-    it can), cached by the scenario's content. Expanding and compiling take longer than a run of
-    the core. A Volcano or Kubernetes scenario is keyed by its job table (`table_key`), which the
-    compiler then reads, so its thousands of job models are walked once; Kueue and Slurm read
-    more of each job and are keyed by the scenario's JSON. A table-keyed entry comes back with
-    this scenario as its source (the key leaves out what the compiler does not read, such as a
-    job's `duration` beside its `work`)."""
-    sched = scheduler_of(scenario)
-    kueue = sched.kueue is not None
-    table = None
-    if kueue or sched.section == "slurm":
-        key = scenario.model_dump_json(exclude_defaults=True)  # equal content, equal key; a third shorter
-    else:
-        table = job_table(scenario)
-        key = table_key(scenario, table)
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        compiled, static, missing = _CACHE[key]
-        return (replace(compiled, source=scenario) if table is not None else compiled), static, missing
-    if kueue:
-        from .kueue.core import kueue_arrays
-        from .kueue.reference import compile_kueue
-
-        compiled = compile_kueue(scenario)
-    else:
-        compiled = compile_scenario(scenario, table)
-    missing = unsupported(compiled)
-    static = {}
-    if missing is None:
-        static = static_arrays(compiled) | (kueue_arrays(compiled) if kueue else {})
-    entry = _CACHE[key] = (compiled, static, missing)
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return entry
-
-
-def forget_compiled() -> None:
-    """Empty :func:`prepare`'s cache, so that the next run of any scenario compiles it again
-    (benchmarks time runs of scenarios not seen before)."""
-    _CACHE.clear()
-
-
 @contextmanager
 def paused_gc():
     """Python's cycle collector off while a run's records become tables: they are acyclic,
@@ -631,26 +555,14 @@ def paused_gc():
 
 
 def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress | None = None) -> RunRecord | None:
-    """Run the compiled scenario on the numba core (buffers sized by ``scale``, grown on need);
-    None if a ResourceQuota refused a pod under a Volcano policy (:data:`QUOTA_REFUSED`).
+    """Run the compiled Volcano scenario on the numba core (buffers sized by ``scale``, grown on
+    need); None if a ResourceQuota refused a pod (:data:`QUOTA_REFUSED`).
 
     Every family's jitted loop returns to Python every few tenths of a second of work
     (:data:`STEP_SECONDS`, :func:`in_slices`): there ``progress(jobs done, jobs, simulated time)``
     is called and Ctrl-C (KeyboardInterrupt) is raised, which jitted code cannot see."""
     from .core_clock import run as run_core
 
-    if compiled.source.scheduler.kueue is not None:
-        from .kueue.core import run as run_kueue
-
-        return run_kueue(compiled, static, scale, progress)
-    if compiled.problem.policy.family == Family.SLURM:
-        from .slurm.core import run as run_slurm
-
-        return run_slurm(compiled, static, scale, progress)
-    if compiled.problem.policy.family == Family.KUBE:
-        from .kube.core import run as run_kube
-
-        return run_kube(compiled, static, scale, progress)
     mutable, _ = run_grown(in_slices(run_core, progress), CoreFields, static, scale)
     return None if mutable["refused"][0] else _record(compiled, mutable)
 

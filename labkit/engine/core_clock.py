@@ -176,6 +176,15 @@ def pop_event(s):
 
 
 @jit
+def wake_queued(s, time):
+    """A wake-up at ``time`` is already on the heap (clock.Simulation.wakes)."""
+    for h in range(s.ints[I_HEAP]):
+        if s.h_key[h, 0] == WAKE and s.h_time[h] == time:
+            return True
+    return False
+
+
+@jit
 def arrival_next(s):
     """The next clock event is a job's arrival: arrivals are not on the heap but read in order
     from ``s.arrivals`` (by submit time, then job index, as the heap would give them), and an

@@ -48,6 +48,10 @@ def _dns_label(value: str) -> str:
     return value
 
 
+DEFAULT_MAX_PODS = 110
+"""kubelet's default `maxPods`, what a node pool that does not list `pods` holds."""
+
+
 Quantity = Annotated[str | int | float, AfterValidator(_non_negative_quantity)]
 Duration = Annotated[str | int | float, AfterValidator(non_negative_duration)]
 PositiveDuration = Annotated[str | int | float, AfterValidator(_positive_duration)]

@@ -44,6 +44,7 @@ from ..core_clock import (
     released,
     session_at,
     submit,
+    wake_queued,
 )
 from ..core_state import (
     ALLOCATED,
@@ -70,8 +71,7 @@ from ..core_state import (
     state_new,
 )
 from ..problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
-from ..simulate import RunRecord
-from ..slurm.core import wake_queued
+from ..records import RunRecord
 from ..volcano.core_actions import sort_prefix
 from .reference import (
     DEFAULT_MEMORY_REQUEST,

@@ -62,7 +62,7 @@ from ..core_state import (
     state_free,
     state_new,
 )
-from ..simulate import RunRecord
+from ..records import RunRecord
 from .reference import (
     ANY,
     DEFAULT_STRATEGIES,
@@ -1364,6 +1364,8 @@ def run_core(fields, budget):
 
 def unsupported(compiled) -> str | None:
     """What of a Kueue scenario the core does not simulate, or None."""
+    if compiled.quotas is not None:
+        return "ResourceQuota admission under Kueue"
     scenario = compiled.source
     if any(job.status is not None for job in scenario.jobs):
         return "job status snapshots under Kueue"

@@ -32,9 +32,10 @@ from ...spec import Scenario, scheduler_of
 from ...spec.model import Scheduler
 from ...spec.quantity import parse_duration, parse_quantity
 from ...workloads import expand
+from ..clock import Simulation, record_of
 from ..compile import Compiled, compile_scenario
 from ..problem import Decisions, Eviction, Placement, PodGroupPhase, Problem, State, TaskStatus
-from ..simulate import Simulation, record_of, result_of
+from ..records import result_of
 
 FR = tuple[str, str]
 """A flavor-resource: ``(flavor, resource)``."""

@@ -43,6 +43,7 @@ from ..core_clock import (
     stop_work,
     submit,
     terminate,
+    wake_queued,
 )
 from ..core_state import (
     BINDING,
@@ -54,7 +55,6 @@ from ..core_state import (
     EV_STARTED,
     EVENT_KINDS,
     FINISH,
-    I_HEAP,
     I_LIVE,
     I_OVERFLOW,
     I_RUNS,
@@ -73,7 +73,7 @@ from ..core_state import (
     state_new,
 )
 from ..problem import PreemptMode, SlurmAction
-from ..simulate import RunRecord
+from ..records import RunRecord
 from ..volcano.core_actions import sort_prefix
 from .reference import (
     GRP_REASON,
@@ -1021,15 +1021,6 @@ def preempt_job(s, now, j, by, how):
     s.end_t[j] = now
     s.final[j] = 2
     log(s, now, EV_CANCELLED, j, -1, -1, MSG_PREEMPTED, by, how)
-
-
-@jit
-def wake_queued(s, time):
-    """A wake-up at ``time`` is already on the heap (simulate.Simulation.wakes)."""
-    for h in range(s.ints[I_HEAP]):
-        if s.h_key[h, 0] == WAKE and s.h_time[h] == time:
-            return True
-    return False
 
 
 @jit

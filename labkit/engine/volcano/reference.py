@@ -28,11 +28,9 @@ from labkit.engine.framework import (
     TaskInfo,
     fits,
 )
-from labkit.engine.kube import reference as kube
 from labkit.engine.problem import (
     Action,
     Decisions,
-    Family,
     Placement,
     PodGroupPhase,
     Problem,
@@ -40,7 +38,6 @@ from labkit.engine.problem import (
     TaskStatus,
 )
 from labkit.engine.resources import less_equal
-from labkit.engine.slurm import reference as slurm
 from labkit.engine.volcano.plugins import PLUGINS
 
 # --------------------------------------------------------------------------------------------
@@ -104,12 +101,8 @@ def _next_state(ssn: Session) -> State:
 
 
 def run_session(problem: Problem, state: State) -> Decisions:
-    """One scheduling cycle: open, actions in conf order, close. A kube-scheduler or Slurm policy
-    runs its own actions (``kube.py``, ``slurm.py``) on the same session objects."""
-    if problem.policy.family == Family.KUBE:
-        return kube.run_session(problem, state)
-    if problem.policy.family == Family.SLURM:
-        return slurm.run_session(problem, state)
+    """One scheduling cycle: open, actions in conf order, close. (A kube-scheduler or Slurm policy
+    runs its own actions on the same session objects: `families.run_session`.)"""
     ssn = open_session(problem, state)
     for action in ssn.actions:
         ACTIONS[Action(action)](ssn)
