@@ -6,7 +6,7 @@ run's clock; the observed window is [0, `window_end(result)`]. Resources are in 
 
 The cluster at an instant (`snapshot`) is rebuilt from the tasks and events tables into the
 engine's own `Problem`/`State`, so queue deserved shares and plugin verdicts come from the
-engine's plugins (`labkit.engine.plugins`), never from a second implementation of them.
+engine's plugins (`labkit.engine.volcano.plugins`), never from a second implementation of them.
 """
 
 from __future__ import annotations

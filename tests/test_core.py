@@ -133,7 +133,7 @@ def gang_evicted_twice() -> spec.Scenario:
 
 
 def test_a_gang_evicted_twice_in_one_session_restarts_once():
-    """Regression (simulate.py `_evict`): the first eviction restarts the gang and deletes all its
+    """Regression (clock.py `_evict`): the first eviction restarts the gang and deletes all its
     pods; the second pod is counted as evicted but was deleted twice and the job restarted twice."""
     _, slow = assert_same(gang_evicted_twice())
     events = slow.events

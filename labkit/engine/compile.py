@@ -18,9 +18,9 @@ What is applied, as on a real cluster:
 
 Under a Slurm policy a pod's cpu becomes what select/cons_tres allocates (whole CPUs, at least one
 per node) and the Problem carries the partitions, QOS, associations and time limits
-(`labkit.engine.slurm.slurm_tables`). On Kubernetes (Volcano, kube-scheduler, Kueue) the tenants'
+(`labkit.engine.slurm.reference.slurm_tables`). On Kubernetes (Volcano, kube-scheduler, Kueue) the tenants'
 ResourceQuotas become the admission the clock applies when it creates pods
-(`labkit.engine.kube.resource_quotas`); Slurm has no namespaces.
+(`labkit.engine.kube.reference.resource_quotas`); Slurm has no namespaces.
 """
 
 from __future__ import annotations

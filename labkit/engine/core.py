@@ -1,9 +1,9 @@
-"""The numba core: the whole simulated run (the clock of ``simulate.py`` and the session of the
+"""The numba core: the whole simulated run (the clock of ``clock.py`` and the session of the
 reference engine, same semantics and tie-breaks) jitted over plain arrays.
 
 This module is the driver. It turns a :class:`~labkit.engine.compile.Compiled` scenario into
 the arrays the jitted code needs (:func:`core_fields`), runs :func:`core_clock.run` and turns
-the coded record back into a :class:`~labkit.engine.simulate.RunRecord` with the reference
+the coded record back into a :class:`~labkit.engine.records.RunRecord` with the reference
 engine's event texts. The jitted parts are
 
 * ``core_state``: the state struct and the codes its arrays hold;
@@ -12,8 +12,9 @@ engine's event texts. The jitted parts are
 * ``core_actions``: session open/close, enqueue, allocate, backfill, preempt, reclaim;
 * ``core_clock``: arrivals, sessions on the schedule-period grid, evictions, completions.
 
-The Slurm policies (``core_slurm``) and Kueue (``core_kueue``) have their own entry points over
-the same state struct with their own arrays added; :func:`run` dispatches.
+The kube-scheduler, Slurm and Kueue policies (``kube/core.py``, ``slurm/core.py``,
+``kueue/core.py``) have their own entry points over the same state struct with their own arrays
+added; ``families.run`` picks the family's.
 
 What the core does not simulate (hierarchical drf, capacity with a queue hierarchy, a plugin
 listed twice, a job status snapshot under Kueue) is reported by :func:`unsupported`; ``labkit.simulate`` then runs the reference
@@ -138,7 +139,7 @@ STATIC = (
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
-    # the clock (simulate.Simulation): per job, per task, the node and job books
+    # the clock (clock.Simulation): per job, per task, the node and job books
     "present": ("J", False, B), "done": ("J", False, B), "phase": ("J", PH_PENDING, I8),
     "created": ("J", False, B), "status": ("T", PENDING, I8), "node": ("T", -1, I),
     "open_run": ("T", -1, I), "pip_on": ("T", -1, I), "pip_action": ("T", -1, I),

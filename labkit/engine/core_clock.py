@@ -1,4 +1,4 @@
-"""The simulated clock of ``simulate.py`` in the numba core: arrivals, sessions on the
+"""The simulated clock of ``clock.py`` in the numba core: arrivals, sessions on the
 schedule-period grid (skipped when nothing changed), binds, evictions with grace periods,
 restarts, completions.
 
@@ -480,7 +480,7 @@ def submit(s, now, j):
 @jit
 def quiet(s):
     """No job is left to arrive, only wake-ups are left on the heap, no job's work runs and no pod
-    terminates: a later session would repeat the last one (simulate.Simulation._settled)."""
+    terminates: a later session would repeat the last one (clock.Simulation._settled)."""
     if s.ints[I_ARRIVED] < s.arrivals.size:
         return False
     for h in range(s.ints[I_HEAP]):

@@ -1,9 +1,9 @@
-"""Kueue's admission (``kueue.py``) in the numba core: the quota tree over cohorts, flavor
+"""Kueue's admission (``reference.py``) in the numba core: the quota tree over cohorts, flavor
 assignment with partial admission, and admission cycles with one head per ClusterQueue under
 StrictFIFO or BestEffortFIFO; admitted workloads' pods placed on their flavors' nodes, least
 allocated first. Same semantics, tie-breaks and float sums as the reference engine.
 
-It has its own jitted entry point (:func:`run`), as the Slurm policies do (``core_slurm``); it
+It has its own jitted entry point (:func:`run`), as the Slurm policies do (``slurm/core.py``); it
 shares the clock's records, event heap, live-job list and task books (``core_clock``,
 ``core_account``) over a state struct holding the Volcano arrays plus the Kueue ones
 (:data:`KUEUE_STATIC`, :data:`KUEUE_MUTABLE`).
@@ -89,7 +89,7 @@ from .reference import (
 # -------------------------------------------------------------------------------- codes
 
 NO_FIT, NO_CANDIDATES, PREEMPT, FIT = 0, 1, 2, 3
-"""Flavor assignment modes, worst first (``kueue.py``)."""
+"""Flavor assignment modes, worst first (``reference.py``)."""
 
 KINDS = EVENT_KINDS + ("QuotaReserved", "Pending", "Requeued", "Deactivated", "Preempted")
 EV_QUOTA_RESERVED, EV_PENDING, EV_REQUEUED, EV_DEACTIVATED, EV_PREEMPTED = range(len(EVENT_KINDS), len(KINDS))

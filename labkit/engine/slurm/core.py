@@ -1,4 +1,4 @@
-"""Slurm's slurmctld (``slurm.py``) in the numba core, with the clock of ``simulate.py`` as the
+"""Slurm's slurmctld (``reference.py``) in the numba core, with the clock of ``clock.py`` as the
 Slurm policies drive it: each action on its own cadence (the main scheduler on events and every
 sched_interval, backfill every bf_interval), pods from submit, time limits that kill jobs,
 requeued jobs held until their BeginTime, suspended jobs, wake-ups, and the notes (sprio
@@ -89,7 +89,7 @@ from .reference import (
 # -------------------------------------------------------------------------------- codes
 
 TIMEOUT = 4
-"""The clock event after core_state's ARRIVAL, RELEASED, FINISH, WAKE (simulate.py's order)."""
+"""The clock event after core_state's ARRIVAL, RELEASED, FINISH, WAKE (clock.py's order)."""
 SCHED = int(SlurmAction.SCHED)
 OFF, CANCEL, REQUEUE, SUSPEND = (int(m) for m in (PreemptMode.OFF, PreemptMode.CANCEL, PreemptMode.REQUEUE,
                                                   PreemptMode.SUSPEND))
@@ -125,7 +125,7 @@ SLURM_STATIC = (
 )
 B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
 SLURM_MUTABLE = {
-    # the clock's Slurm books (simulate.Simulation: eligible, suspended, limit_used, final_state, priority)
+    # the clock's Slurm books (clock.Simulation: eligible, suspended, limit_used, final_state, priority)
     "eligible": ("J", -np.inf, F), "suspended": ("J", False, B), "limit_used": ("J", 0, F),
     "final": ("J", 0, I8), "prio": ("J", 0, I), "stopped": ("J", -1, I),
     # the last note of each kind per job, and the values of the logged ones
@@ -1026,7 +1026,7 @@ def preempt_job(s, now, j, by, how):
 @jit
 def session_once(s, now, sched, backfill_due):
     """One slurmctld session on the live jobs (the actions due), its decisions applied; True if
-    it changed anything (simulate.Simulation.session_once)."""
+    it changed anything (clock.Simulation.session_once)."""
     if s.ints[I_LIVE] == 0:
         return False
     s.ints[I_SESSIONS] += 1
@@ -1086,7 +1086,7 @@ def apply_event(s, now, slot):
 
 @jit
 def settled(s, now):
-    """:func:`core_clock.quiet` and no job waits for its BeginTime (simulate.Simulation._settled)."""
+    """:func:`core_clock.quiet` and no job waits for its BeginTime (clock.Simulation._settled)."""
     if not quiet(s):
         return False
     for j in range(s.done.size):
