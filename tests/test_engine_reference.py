@@ -302,7 +302,7 @@ def test_hdrf_saturates_when_the_cluster_is_full():
 
 
 def test_feasible_node_cap_follows_volcano_defaults():
-    from labkit.engine.volcano.reference import nodes_to_find
+    from labkit.engine.volcano.actions.util import nodes_to_find
     assert nodes_to_find(100) == 100  # minimum-feasible-nodes: small clusters are scanned whole
     assert nodes_to_find(1000) == 1000 * (50 - 1000 // 125) // 100
     assert nodes_to_find(6000) == 6000 * 5 // 100  # the adaptive percentage bottoms out at 5%

@@ -7,7 +7,9 @@ import pandas as pd
 
 from ..engine.problem import GPU, Action
 from ..engine.simulate import cycle
-from ..engine.volcano.reference import ACTIONS, allocate_predicate, close_session, open_session
+from ..engine.volcano.actions import ACTIONS
+from ..engine.volcano.actions.util import allocate_predicate
+from ..engine.volcano.reference import close_session, open_session
 from ..spec import Scenario
 
 COLUMNS = ["task", "node", "free_gpus", "filter", "score", "bound"]
