@@ -13,23 +13,16 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cache
 
 from ..progress import Progress
 from ..results import Result
 from ..spec import Scenario, scheduler_of
 from ..workloads import JobTable, job_table, table_key
-from . import core
 from .clock import Session, Usage
-from .compile import Compiled, compile_scenario
-from .kube import core as kube_core
-from .kube import reference as kube
-from .kueue import core as kueue_core
-from .kueue import reference as kueue
+from .compile import Compiled
 from .problem import Decisions, Family, Problem, State
 from .records import RunRecord
-from .slurm import core as slurm_core
-from .slurm import reference as slurm
-from .volcano import reference as volcano
 
 
 @dataclass(frozen=True)
@@ -51,40 +44,80 @@ class FamilyEngine:
     usage: Usage | None = None
 
 
-def _compile_kueue(scenario: Scenario, table: JobTable | None) -> Compiled:
-    return kueue.compile_kueue(scenario)
+# Each family's modules are imported when its row is first read: a Volcano run does not pay for
+# importing the other three cores.
 
 
-VOLCANO = FamilyEngine("volcano", volcano.run_session, compile_scenario, True, core.unsupported,
-                       core.static_arrays, core.run)
-KUBE = FamilyEngine("kube-scheduler", kube.run_session, compile_scenario, True, kube_core.unsupported,
-                    lambda c: core.static_arrays(c) | kube_core.kube_arrays(c), kube_core.run)
-SLURM = FamilyEngine("slurm", slurm.run_session, compile_scenario, False, slurm_core.unsupported,
-                     lambda c: core.static_arrays(c) | slurm_core.slurm_arrays(c), slurm_core.run,
-                     usage=slurm.decayed_usage)
-KUEUE = FamilyEngine("kueue", lambda p, s: Decisions(), _compile_kueue, False, kueue_core.unsupported,
-                     lambda c: core.static_arrays(c) | kueue_core.kueue_arrays(c), kueue_core.run,
-                     reference=kueue.simulate_kueue)
+def _volcano() -> FamilyEngine:
+    from . import core
+    from .compile import compile_scenario
+    from .volcano.reference import run_session
 
-BY_FAMILY = {Family.VOLCANO: VOLCANO, Family.KUBE: KUBE, Family.SLURM: SLURM}
-"""The engine of a Problem's `policy.family` (Kueue's Problem is a Volcano placeholder's)."""
-BY_SECTION = {"slurm": SLURM, "kube": KUBE, "kueue": KUEUE}
-"""The engine of a scheduler section (`conf` and a bare policy name are Volcano's)."""
+    return FamilyEngine("volcano", run_session, compile_scenario, True, core.unsupported, core.static_arrays,
+                        core.run)
+
+
+def _kube() -> FamilyEngine:
+    from . import core
+    from .compile import compile_scenario
+    from .kube import core as kube_core
+    from .kube.reference import run_session
+
+    return FamilyEngine("kube-scheduler", run_session, compile_scenario, True, kube_core.unsupported,
+                        lambda c: core.static_arrays(c) | kube_core.kube_arrays(c), kube_core.run)
+
+
+def _slurm() -> FamilyEngine:
+    from . import core
+    from .compile import compile_scenario
+    from .slurm import core as slurm_core
+    from .slurm.reference import decayed_usage, run_session
+
+    return FamilyEngine("slurm", run_session, compile_scenario, False, slurm_core.unsupported,
+                        lambda c: core.static_arrays(c) | slurm_core.slurm_arrays(c), slurm_core.run,
+                        usage=decayed_usage)
+
+
+def _kueue() -> FamilyEngine:
+    from . import core
+    from .kueue import core as kueue_core
+    from .kueue.reference import compile_kueue, simulate_kueue
+
+    return FamilyEngine("kueue", lambda p, s: Decisions(), lambda scenario, table: compile_kueue(scenario), False,
+                        kueue_core.unsupported, lambda c: core.static_arrays(c) | kueue_core.kueue_arrays(c),
+                        kueue_core.run, reference=simulate_kueue)
+
+
+ROWS: dict[str, Callable[[], FamilyEngine]] = {"volcano": _volcano, "kube": _kube, "slurm": _slurm,
+                                                "kueue": _kueue}
+"""The registry: a family's name -> its row."""
+BY_FAMILY = {Family.VOLCANO: "volcano", Family.KUBE: "kube", Family.SLURM: "slurm"}
+"""The family of a Problem's `policy.family` (Kueue's Problem is a Volcano placeholder's)."""
+BY_SECTION = {"slurm": "slurm", "kube": "kube", "kueue": "kueue"}
+"""The family of a scheduler section (`conf` and a bare policy name are Volcano's)."""
+
+
+@cache
+def family(name: str) -> FamilyEngine:
+    """The row of the family `name` (`ROWS`)."""
+    return ROWS[name]()
 
 
 def engine_of(scenario: Scenario) -> FamilyEngine:
     """The engine the scenario's scheduler names: Kueue when it has a Kueue configuration."""
     sched = scheduler_of(scenario)
-    return KUEUE if sched.kueue is not None else BY_SECTION.get(sched.section, VOLCANO)
+    return family("kueue" if sched.kueue is not None else BY_SECTION.get(sched.section, "volcano"))
 
 
 def engine_of_compiled(compiled: Compiled) -> FamilyEngine:
-    return KUEUE if compiled.source.scheduler.kueue is not None else BY_FAMILY[compiled.problem.policy.family]
+    if compiled.source.scheduler.kueue is not None:
+        return family("kueue")
+    return family(BY_FAMILY[compiled.problem.policy.family])
 
 
 def run_session(problem: Problem, state: State) -> Decisions:
     """One scheduling cycle of the reference engine of the Problem's policy family."""
-    return BY_FAMILY[problem.policy.family].session(problem, state)
+    return family(BY_FAMILY[problem.policy.family]).session(problem, state)
 
 
 def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress | None = None) -> RunRecord | None:
