@@ -128,7 +128,7 @@ SCAN_ALLOCATE, SCAN_PREDICATE, SCAN_PREEMPT = range(3)
 # Statement operations
 OP_EVICT, OP_PIPELINE, OP_ALLOCATE = range(3)
 
-# Clock events (simulate.py: ARRIVAL, RELEASED, FINISH, WAKE, applied in that order on one instant)
+# Clock events (clock.py: ARRIVAL, RELEASED, FINISH, WAKE, applied in that order on one instant)
 ARRIVAL, RELEASED, FINISH, WAKE = range(4)
 
 # Run events (the ``kind`` column) and what the message of each says

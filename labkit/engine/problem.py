@@ -133,7 +133,7 @@ class Ext(IntEnum):
 class Family(IntEnum):
     """Which scheduler a :class:`Policy` configures. ``actions`` hold :class:`Action` for Volcano,
     :class:`KubeAction` for kube-scheduler, :class:`SlurmAction` for Slurm. Engines other than the
-    reference one run ``VOLCANO`` only; the reference dispatches the others to ``kube.py``/``slurm.py``."""
+    reference one run ``VOLCANO`` only; ``families.run_session`` runs the others' own (``kube/``, ``slurm/``)."""
 
     VOLCANO = 0
     KUBE = 1

@@ -34,17 +34,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError
-from ..spec.kube import (
+from ...errors import SpecError
+from ...spec.kube import (
     MAX_CUSTOM_PRIORITY_SCORE,
     MAX_NODE_SCORE,
     CoschedulingArgs,
     KubeSchedulerConfiguration,
 )
-from ..spec.model import NodePool, Task, Tenant
-from ..spec.quantity import parse_quantity
-from .framework import NodeInfo, Session, Statement, TaskInfo
-from .problem import (
+from ...spec.model import NodePool, Task, Tenant
+from ...spec.quantity import parse_quantity
+from ..framework import NodeInfo, Session, Statement, TaskInfo
+from ..problem import (
     CPU,
     LEAST_ALLOCATED,
     MEMORY,

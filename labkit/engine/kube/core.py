@@ -1,11 +1,11 @@
-"""The default kube-scheduler (``kube.py``) in the numba core, with the clock of ``simulate.py`` as
+"""The default kube-scheduler (``reference.py``) in the numba core, with the clock of ``clock.py`` as
 the kube-scheduler policies drive it: pods from submit through the ResourceQuota admission, a
 session at the instant of every event (and at least every 300 s while something changed), pods
 waiting at Permit and their timeouts, nominations kept between sessions, and the notes
 (FailedScheduling, Waiting, Rejected) logged when they change. Same semantics and tie-breaks as
 the reference engine.
 
-Like ``core_slurm`` it has its own jitted entry point (:func:`run_core`) and shares the clock's
+Like ``slurm/core.py`` it has its own jitted entry point (:func:`run_core`) and shares the clock's
 records, event heap, live-job list and task books (``core_clock``, ``core_account``) over a state
 struct holding the Volcano arrays plus the kube ones (:data:`KUBE_STATIC`, :data:`KUBE_MUTABLE`).
 A session works on its own copy of the pod statuses, nodes and node use (with per-node pod lists),
@@ -13,7 +13,7 @@ as the reference's Session does, and hands its binds, evictions and notes to the
 
 A FailedScheduling message is kept as numbers: per-reason node counts of the filters and of
 preemption's victim search, the PreFilter's pod count, preemption's outcome and whether the
-PodGroup was rejected; :func:`_events` writes the text with ``kube.fit_message``. A quota refusal
+PodGroup was rejected; :func:`_events` writes the text with ``reference.fit_message``. A quota refusal
 keeps the keys over quota and what the namespace used of them.
 """
 
@@ -25,11 +25,10 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..spec.kube import MAX_NODE_SCORE
-from .core import CoreFields, fresh, in_slices, record, run_grown
-from .core_account import list_insert, list_remove, set_created, set_status
-from .core_actions import sort_prefix
-from .core_clock import (
+from ...spec.kube import MAX_NODE_SCORE
+from ..core import CoreFields, fresh, in_slices, record, run_grown
+from ..core_account import list_insert, list_remove, set_created, set_status
+from ..core_clock import (
     always_room,
     bind,
     clock_event,
@@ -45,9 +44,9 @@ from .core_clock import (
     released,
     session_at,
     submit,
+    wake_queued,
 )
-from .core_slurm import wake_queued
-from .core_state import (
+from ..core_state import (
     ALLOCATED,
     BINDING,
     CPU,
@@ -71,7 +70,10 @@ from .core_state import (
     state_free,
     state_new,
 )
-from .kube import (
+from ..problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
+from ..records import RunRecord
+from ..volcano.core_actions import sort_prefix
+from .reference import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     NO_VICTIMS,
@@ -91,8 +93,6 @@ from .kube import (
     timeout_message,
     waiting_message,
 )
-from .problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
-from .simulate import RunRecord
 
 # -------------------------------------------------------------------------------- codes
 
@@ -121,7 +121,7 @@ KUBE_STATIC = (
 )
 B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
 KUBE_MUTABLE = {
-    # the clock's kube books (simulate.Simulation: created, nominated, waiting_since, last_note)
+    # the clock's kube books (clock.Simulation: created, nominated, waiting_since, last_note)
     "k_created": ("T", False, B), "k_nominated": ("T", -1, I), "k_wait": ("T", np.nan, F),
     "ln": ("T 3 3", -1, I), "kv": ("E W", 0, I), "k_ints": ("6", 0, I), "q_used": ("K", 0, I),
     # one session's copies: pod status, node, Permit wait; node use and pod lists; nominations
@@ -803,7 +803,7 @@ def keep_waiting(s):
 
 @jit
 def session_once(s, now):
-    """One session on the live pods, its decisions applied (simulate.Simulation.session_once);
+    """One session on the live pods, its decisions applied (clock.Simulation.session_once);
     True if it changed anything."""
     for i in range(s.ints[I_LIVE]):
         j = s.live[i]
