@@ -151,7 +151,9 @@ ALLOWED = {
     "labkit.compare": ANALYSIS,
     "labkit.viz": ANALYSIS,
     "labkit.widgets": ANALYSIS | {"labkit.viz"},
-    "labkit.conformance": ENGINE,
+    # replay judges the recorded real runs by compare's rules, with the real run's session latency
+    # (k8s.observe's schedule period and the vcjob's two-session start)
+    "labkit.conformance": ENGINE | {"labkit.compare", "labkit.k8s.observe"},
     "labkit.course": ANALYSIS | {"labkit.grading"},
     "labkit.grading": ANALYSIS | {"labkit.course"},
     "labkit.bench": ENGINE,
