@@ -70,5 +70,6 @@ def test_limit_range_max_is_refused_by_name():
     data = cases.quota_burst().model_dump(mode="json", by_alias=True, exclude_unset=True)
     data["jobs"][0]["tasks"][0]["resources"]["nvidia.com/gpu"] = 16
     data["cluster"]["pools"][0]["resources"]["nvidia.com/gpu"] = 16
-    with pytest.raises(labkit.errors.SpecError, match=r"tenants\[team-c\]\.limitRange\.limits\[0\]\.max\.nvidia\.com/gpu"):
+    with pytest.raises(labkit.errors.SpecError, match=r"jobs\[0\]\.tasks\[0\]\.resources\.nvidia\.com/gpu: .*maximum "
+                       r"nvidia\.com/gpu usage per Container is 8, but limit is 16"):
         labkit.simulate(spec.validate(data))

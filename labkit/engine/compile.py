@@ -36,7 +36,7 @@ from ..errors import SpecError
 from ..spec import Scenario, conf_of, scheduler_of
 from ..spec.base import DEFAULT_MAX_PODS
 from ..spec.model import Task, Tenant
-from ..spec.quantity import parse_duration, parse_quantity
+from ..spec.quantity import parse_duration
 from ..workloads import JobTable, expand, job_table
 from .kube.reference import ResourceQuotas, filter_failure, kube_policy, resource_quotas
 from .problem import (
@@ -359,22 +359,7 @@ def _pod_request(task: Task, tenant: Tenant | None) -> dict:
                 continue
             for name, amount in {**item.default, **item.default_request}.items():
                 request.setdefault(name, amount)
-        _within_limit_range(task, tenant, request)
     return request
-
-
-def _within_limit_range(task: Task, tenant: Tenant, request: dict) -> None:
-    """LimitRange min/max: the API server's LimitRanger refuses a pod outside them, a refusal labkit
-    does not simulate, so a scenario with such a pod is refused here (a pod has one container)."""
-    for i, item in enumerate(tenant.limit_range.limits):
-        for bound, values in (("max", item.max), ("min", item.min)):
-            for name, amount in values.items():
-                given = parse_quantity(request.get(name, 0))
-                if (given > parse_quantity(amount)) if bound == "max" else (given < parse_quantity(amount)):
-                    raise SpecError(f"tenants[{tenant.name}].limitRange.limits[{i}].{bound}.{name}",
-                                    f"task {task.name!r} asks {name}={request.get(name, 0)}, "
-                                    f"{'above' if bound == 'max' else 'below'} {amount}: the API server would refuse "
-                                    "its pods (LimitRanger), a refusal labkit does not simulate")
 
 
 def _resource_names(scenario: Scenario, pod_requests: list[list[dict]]) -> list[str]:
