@@ -7,6 +7,8 @@ import os
 import signal
 import socket
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -41,6 +43,23 @@ class LocalOnly:
         else:
             self.refused.append(url)
             route.abort()
+
+
+@contextmanager
+def local_page(api, profile: Path, viewport: dict, timeout_ms: int) -> Iterator[tuple[object, LocalOnly]]:
+    """A page of Debian's chromium (headless, a fresh profile in `profile`) whose every request goes
+    through a `LocalOnly` router; yields the page and the router."""
+    router = LocalOnly()
+    with api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True,
+                                                        args=FLAGS, viewport=viewport)
+        try:
+            context.route("**/*", router)
+            page = context.new_page()
+            page.set_default_timeout(timeout_ms)
+            yield page, router
+        finally:
+            context.close()
 
 
 def free_port() -> int:

@@ -57,18 +57,9 @@ def site(tmp_path_factory):
 @pytest.fixture
 def browser(tmp_path):
     """A chromium page that records every request and refuses any that leaves 127.0.0.1."""
-    local_only = chromium.LocalOnly()
-    with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=str(chromium.CHROMIUM), headless=True, args=chromium.FLAGS,
-            viewport={"width": 1400, "height": 1000})
-        try:
-            context.route("**/*", local_only)
-            page = context.new_page()
-            page.set_default_timeout(STEP_TIMEOUT_MS)
-            yield page, local_only.requests
-        finally:
-            context.close()
+    with chromium.local_page(sync_api, tmp_path / "profile", {"width": 1400, "height": 1000},
+                             STEP_TIMEOUT_MS) as (page, local_only):
+        yield page, local_only.requests
     assert local_only.requests, "no request was recorded"
     assert not local_only.refused, f"the site asked for hosts other than 127.0.0.1: {local_only.refused}"
 
