@@ -7,7 +7,9 @@ import os
 import signal
 import socket
 import subprocess
-from collections.abc import Iterator
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
@@ -60,6 +62,19 @@ def local_page(api, profile: Path, viewport: dict, timeout_ms: int) -> Iterator[
             yield page, router
         finally:
             context.close()
+
+
+def wait_serving(url: str, server: subprocess.Popen, timeout: float, failure: Callable[[], str]) -> None:
+    """Poll `url` until it answers; fail the test with `failure()` once `server` exits or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(failure())
+            time.sleep(0.2)
 
 
 def free_port() -> int:

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import chromium
@@ -50,15 +49,8 @@ def jupyterlab(tmp_path):
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not start: {(tmp_path / 'jupyterlab.log').read_text()[-2000:]}")
-                time.sleep(0.5)
+        chromium.wait_serving(f"{base}/api/status?token={token}", server, START_TIMEOUT,
+                              lambda: f"JupyterLab did not start: {(tmp_path / 'jupyterlab.log').read_text()[-2000:]}")
         yield f"{base}/lab?token={token}"
     finally:
         chromium.stop(server)

@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from urllib.parse import quote, urlparse
@@ -40,15 +39,7 @@ def site(tmp_path_factory):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/index.html", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("the loopback HTTP server did not start")
-                time.sleep(0.2)
+        chromium.wait_serving(f"{base}/index.html", server, 30, lambda: "the loopback HTTP server did not start")
         yield base, out
     finally:
         chromium.stop(server)
