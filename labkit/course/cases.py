@@ -6,6 +6,7 @@ from importlib import resources
 from typing import Any
 
 from .. import spec
+from ..conformance import replay
 from ..spec import Scenario
 from ..spec.quantity import parse_duration, parse_quantity
 
@@ -158,4 +159,48 @@ def shape_snapshot(replicas: int) -> Scenario:
     task = data["jobs"][-1]["tasks"][0]
     task.update(replicas=replicas, resources={"nvidia.com/gpu": 16 // replicas, "cpu": 8, "memory": "64Gi"})
     data["jobs"][-1]["name"] = f"tp16x{replicas}"
+    return spec.validate(data)
+
+
+# ch. 7: priority and PriorityClass
+
+
+def priority_stream(horizon: str | None = None, split: bool = False, global_default: str | None = "batch",
+                    batch_jobs: int | None = None) -> Scenario:
+    """examples/priority-stream.yaml: a steady stream of 8-GPU prod jobs (value 1000) that alone fills
+    2 nodes x 8 GPUs, and 4-GPU batch jobs naming no PriorityClass, in one queue.
+
+    `horizon` replaces the run's end; `split=True` is the fix: queue prod for the stream, queue batch
+    for the batch jobs (weight 1 each); `global_default` names the class marked globalDefault (None:
+    no class is); `batch_jobs` keeps that many batch jobs (one every 10 minutes from t=1h), more are
+    added at the same spacing."""
+    text = (EXAMPLES / "priority-stream.yaml").read_text(encoding="utf-8")
+    data = spec.loads(text, source="examples/priority-stream.yaml").model_dump(mode="json", by_alias=True,
+                                                                              exclude_unset=True)
+    if horizon is not None:
+        data["horizon"] = horizon
+        data["workloads"][0]["end"] = horizon
+    names = {p["name"] for p in data["priorityClasses"]}
+    if global_default is not None and global_default not in names:
+        raise ValueError(f"global_default must be one of {sorted(names)} or None, not {global_default!r}")
+    for pclass in data["priorityClasses"]:
+        pclass["globalDefault"] = pclass["name"] == global_default
+    if batch_jobs is not None:
+        first, *_ = data["jobs"]
+        data["jobs"] = [dict(first, name=f"batch-{i}", submit=first["submit"] + 600 * i) for i in range(batch_jobs)]
+    if split:
+        data["queues"] = [{"name": "prod"}, {"name": "batch"}]
+        data["workloads"][0]["queue"] = "prod"
+        for job in data["jobs"]:
+            job["queue"] = "batch"
+    return spec.validate(data)
+
+
+def priority_preempt(never: bool = False) -> Scenario:
+    """The recorded real-Volcano run `priority-preempt` (labkit/conformance/volcano-real), scored as it was
+    recorded; `never=True` gives its high class `preemptionPolicy: Never`."""
+    data = replay.load_recording(replay.RECORDINGS / "priority-preempt").scenario.model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    if never:
+        next(p for p in data["priorityClasses"] if p["name"] == "high")["preemptionPolicy"] = "Never"
     return spec.validate(data)
