@@ -110,3 +110,28 @@ def test_two_students_two_expected_values(key, qid):
     assert a != b
     assert judge(qid, a, student=one).passed and not judge(qid, a, student=two).passed
     assert judge(qid, b, student=two).passed
+
+
+def test_per_queue_by_priority_tells_the_classes_of_one_queue_apart():
+    result = simulate(cases.priority_stream())
+    by_queue, by_priority = metrics.per_queue(result), metrics.per_queue(result, by="priority")
+    assert list(by_queue.index) == ["default"]
+    assert list(by_priority.index) == [1000, 100]
+    assert by_priority.loc[100, "not_started"] == by_priority.loc[100, "jobs"] == 6
+    assert by_priority.loc[1000, "not_started"] == 0
+    assert by_priority.gpu_hours.sum() == pytest.approx(by_queue.gpu_hours.sum(), abs=0.1)
+    assert by_priority.loc[100, "mean_wait_s"] == pytest.approx(metrics.waited(result)[_batch(result)].mean(), abs=0.1)
+
+
+def test_the_priority_panel_rows_and_chart():
+    from labkit import widgets
+
+    scenario = cases.priority_stream()
+    panel = widgets.Panel(scenario, [widgets.priority_value(scenario, "batch", high=2000)],
+                          charts=("priority_waits",), debounce=0, by="priority")
+    assert list(panel.table.index) == [1000, 100, "cluster"]
+    assert panel.table.loc[100, "not_started"] == 6 and "<svg" in panel.svgs[0]
+    panel.set("priorityClass/batch", 2000)  # batch above prod: now prod waits behind the batch jobs
+    assert list(panel.table.index) == [2000, 1000, "cluster"]
+    assert panel.table.loc[2000, "not_started"] == 0
+    assert panel.table.loc[1000, "mean_wait_s"] > 60
