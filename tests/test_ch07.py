@@ -135,3 +135,17 @@ def test_the_priority_panel_rows_and_chart():
     assert list(panel.table.index) == [2000, 1000, "cluster"]
     assert panel.table.loc[2000, "not_started"] == 0
     assert panel.table.loc[1000, "mean_wait_s"] > 60
+
+
+def test_clusters_ch07_is_the_fresh_export_of_the_example():
+    from pathlib import Path
+
+    from labkit.k8s import sets
+    from labkit.k8s.export import MARKER
+
+    folder = Path(__file__).resolve().parents[1] / "clusters" / "ch07"
+    made = sets.generated()["ch07"]
+    kept = {p.name: p.read_text() for p in folder.iterdir() if p.read_text().startswith(MARKER)}
+    assert made == kept, f"clusters/ch07 is stale; run `{sets.REGENERATE}`"
+    assert "examples/priority-stream.yaml --time-scale 60" in kept["00-nodes.yaml"].splitlines()[0]
+    assert "globalDefault: true" in kept["06-priorityclasses.yaml"]
