@@ -149,3 +149,23 @@ def test_clusters_ch07_is_the_fresh_export_of_the_example():
     assert made == kept, f"clusters/ch07 is stale; run `{sets.REGENERATE}`"
     assert "examples/priority-stream.yaml --time-scale 60" in kept["00-nodes.yaml"].splitlines()[0]
     assert "globalDefault: true" in kept["06-priorityclasses.yaml"]
+
+
+def test_slurm_age_factor_lets_batch_overtake_only_when_it_can_bridge_the_qos_gap():
+    def run(weight):
+        result = simulate(cases.priority_stream_slurm(age_weight=weight))
+        batch = result.jobs[_batch(result)]
+        return batch.start.min(), int(batch.start.notna().sum()), result
+    horizon = metrics.window_end(run(0)[2])
+    assert run(0)[0] == horizon  # no aging: batch only at the window's last moment
+    assert run(5000)[:2] == run(0)[:2]  # 1000 + 5000 never passes a fresh prod job's 10000
+    first, started, result = run(20000)
+    assert first < horizon / 2 and started > run(0)[1]
+    assert result.info["engine"] in ("numba", "reference") and "prod" in {j.qos for j in result.scenario.jobs}
+
+
+def test_slurm_stream_mirrors_the_volcano_scenario():
+    volcano, slurm = simulate(cases.priority_stream()), cases.priority_stream_slurm()
+    prod = volcano.jobs[~_batch(volcano)]
+    assert sorted(prod.submit) == sorted(j.submit for j in slurm.jobs if j.qos == "prod")
+    assert {q.name: q.priority for q in slurm.slurm.qos} == {p.name: p.value for p in volcano.scenario.priority_classes}

@@ -204,3 +204,33 @@ def priority_preempt(never: bool = False) -> Scenario:
     if never:
         next(p for p in data["priorityClasses"] if p["name"] == "high")["preemptionPolicy"] = "Never"
     return spec.validate(data)
+
+
+def priority_stream_slurm(age_weight: int = 0, max_age: str = "4h") -> Scenario:
+    """`priority_stream` on Slurm: the same prod jobs (written out one by one) and batch jobs, the two
+    PriorityClasses as QOS of the same priority (prod 1000, batch 100; slurmdbd), sched/builtin (strict
+    priority order, no backfill) with multifactor priority: PriorityWeightQOS 10000, PriorityWeightAge
+    `age_weight` (0: no aging) reached after `max_age` of waiting (PriorityMaxAge)."""
+    base = priority_stream()
+    stream = base.workloads[0]
+    every, first, end = (parse_duration(x) for x in (stream.arrival.interval, stream.start, stream.end))
+    count = int(-(-(end - first) // every))
+    replicas, pod = stream.pod_shape(int(stream.gpus))
+    prod_task = {"name": "worker", "replicas": replicas, "resources": pod}
+    jobs = [{"name": f"prod-{k:05d}", "submit": first + k * every, "duration": stream.duration, "qos": "prod",
+             "tasks": [prod_task]} for k in range(count)]
+    jobs += [dict(job.model_dump(mode="json", by_alias=True, exclude_unset=True), qos="batch") for job in base.jobs]
+    for job in jobs:
+        job["timeLimit"] = f"{parse_duration(job['duration']) + 600:g}s"
+    classes = {p.name: p.value for p in base.priority_classes}
+    return spec.validate({
+        "name": "priority-stream-slurm", "horizon": base.horizon,
+        "cluster": base.cluster.model_dump(mode="json", by_alias=True, exclude_unset=True),
+        "slurm": {"partitions": [{"name": "gpu", "default": True}],
+                  "qos": [{"name": name, "priority": value} for name, value in classes.items()]},
+        "jobs": jobs,
+        "scheduler": {"policy": "slurm-builtin", "slurm": {
+            "SchedulerType": "sched/builtin", "PriorityType": "priority/multifactor", "PriorityWeightQOS": 10000,
+            "PriorityWeightAge": int(age_weight), "PriorityMaxAge": max_age,
+            "AccountingStorageType": "accounting_storage/slurmdbd", "AccountingStorageEnforce": "limits,qos"}},
+    })
