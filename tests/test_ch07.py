@@ -169,3 +169,14 @@ def test_slurm_stream_mirrors_the_volcano_scenario():
     prod = volcano.jobs[~_batch(volcano)]
     assert sorted(prod.submit) == sorted(j.submit for j in slurm.jobs if j.qos == "prod")
     assert {q.name: q.priority for q in slurm.slurm.qos} == {p.name: p.value for p in volcano.scenario.priority_classes}
+
+
+@pytest.mark.parametrize("build", [cases.priority_stream, lambda: cases.priority_stream(split=True),
+                                   cases.priority_preempt, lambda: cases.priority_preempt(never=True),
+                                   lambda: cases.priority_stream_slurm(age_weight=20000)])
+def test_the_chapter_scenarios_run_alike_on_both_engines(build):
+    scenario = build()
+    fast, slow = simulate(scenario, engine="numba"), simulate(scenario, engine="reference")
+    assert fast.info["engine"] == "numba" and slow.info["engine"] == "reference"
+    columns = ["name", "start", "end", "evictions"]
+    assert fast.jobs[columns].fillna(-1).equals(slow.jobs[columns].fillna(-1))
