@@ -6,6 +6,7 @@ from importlib import resources
 from typing import Any
 
 from .. import spec
+from ..conformance import replay
 from ..spec import Scenario
 from ..spec.quantity import parse_duration, parse_quantity
 
@@ -159,3 +160,77 @@ def shape_snapshot(replicas: int) -> Scenario:
     task.update(replicas=replicas, resources={"nvidia.com/gpu": 16 // replicas, "cpu": 8, "memory": "64Gi"})
     data["jobs"][-1]["name"] = f"tp16x{replicas}"
     return spec.validate(data)
+
+
+# ch. 7: priority and PriorityClass
+
+
+def priority_stream(horizon: str | None = None, split: bool = False, global_default: str | None = "batch",
+                    batch_jobs: int | None = None) -> Scenario:
+    """examples/priority-stream.yaml: a steady stream of 8-GPU prod jobs (value 1000) that alone fills
+    2 nodes x 8 GPUs, and 4-GPU batch jobs naming no PriorityClass, in one queue.
+
+    `horizon` replaces the run's end; `split=True` is the fix: queue prod for the stream, queue batch
+    for the batch jobs (weight 1 each); `global_default` names the class marked globalDefault (None:
+    no class is); `batch_jobs` keeps that many batch jobs (one every 10 minutes from t=1h), more are
+    added at the same spacing."""
+    text = (EXAMPLES / "priority-stream.yaml").read_text(encoding="utf-8")
+    data = spec.loads(text, source="examples/priority-stream.yaml").model_dump(mode="json", by_alias=True,
+                                                                              exclude_unset=True)
+    if horizon is not None:
+        data["horizon"] = horizon
+        data["workloads"][0]["end"] = horizon
+    names = {p["name"] for p in data["priorityClasses"]}
+    if global_default is not None and global_default not in names:
+        raise ValueError(f"global_default must be one of {sorted(names)} or None, not {global_default!r}")
+    for pclass in data["priorityClasses"]:
+        pclass["globalDefault"] = pclass["name"] == global_default
+    if batch_jobs is not None:
+        first, *_ = data["jobs"]
+        data["jobs"] = [dict(first, name=f"batch-{i}", submit=first["submit"] + 600 * i) for i in range(batch_jobs)]
+    if split:
+        data["queues"] = [{"name": "prod"}, {"name": "batch"}]
+        data["workloads"][0]["queue"] = "prod"
+        for job in data["jobs"]:
+            job["queue"] = "batch"
+    return spec.validate(data)
+
+
+def priority_preempt(never: bool = False) -> Scenario:
+    """The recorded real-Volcano run `priority-preempt` (labkit/conformance/volcano-real), scored as it was
+    recorded; `never=True` gives its high class `preemptionPolicy: Never`."""
+    data = replay.load_recording(replay.RECORDINGS / "priority-preempt").scenario.model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    if never:
+        next(p for p in data["priorityClasses"] if p["name"] == "high")["preemptionPolicy"] = "Never"
+    return spec.validate(data)
+
+
+def priority_stream_slurm(age_weight: int = 0, max_age: str = "4h") -> Scenario:
+    """`priority_stream` on Slurm: the same prod jobs (written out one by one) and batch jobs, the two
+    PriorityClasses as QOS of the same priority (prod 1000, batch 100; slurmdbd), sched/builtin (strict
+    priority order, no backfill) with multifactor priority: PriorityWeightQOS 10000, PriorityWeightAge
+    `age_weight` (0: no aging) reached after `max_age` of waiting (PriorityMaxAge)."""
+    base = priority_stream()
+    stream = base.workloads[0]
+    every, first, end = (parse_duration(x) for x in (stream.arrival.interval, stream.start, stream.end))
+    count = int(-(-(end - first) // every))
+    replicas, pod = stream.pod_shape(int(stream.gpus))
+    prod_task = {"name": "worker", "replicas": replicas, "resources": pod}
+    jobs = [{"name": f"prod-{k:05d}", "submit": first + k * every, "duration": stream.duration, "qos": "prod",
+             "tasks": [prod_task]} for k in range(count)]
+    jobs += [dict(job.model_dump(mode="json", by_alias=True, exclude_unset=True), qos="batch") for job in base.jobs]
+    for job in jobs:
+        job["timeLimit"] = f"{parse_duration(job['duration']) + 600:g}s"
+    classes = {p.name: p.value for p in base.priority_classes}
+    return spec.validate({
+        "name": "priority-stream-slurm", "horizon": base.horizon,
+        "cluster": base.cluster.model_dump(mode="json", by_alias=True, exclude_unset=True),
+        "slurm": {"partitions": [{"name": "gpu", "default": True}],
+                  "qos": [{"name": name, "priority": value} for name, value in classes.items()]},
+        "jobs": jobs,
+        "scheduler": {"policy": "slurm-builtin", "slurm": {
+            "SchedulerType": "sched/builtin", "PriorityType": "priority/multifactor", "PriorityWeightQOS": 10000,
+            "PriorityWeightAge": int(age_weight), "PriorityMaxAge": max_age,
+            "AccountingStorageType": "accounting_storage/slurmdbd", "AccountingStorageEnforce": "limits,qos"}},
+    })
