@@ -6,6 +6,7 @@ from importlib import resources
 from typing import Any
 
 from .. import spec
+from ..conformance import replay
 from ..spec import Scenario
 from ..spec.quantity import parse_duration, parse_quantity
 
@@ -158,4 +159,61 @@ def shape_snapshot(replicas: int) -> Scenario:
     task = data["jobs"][-1]["tasks"][0]
     task.update(replicas=replicas, resources={"nvidia.com/gpu": 16 // replicas, "cpu": 8, "memory": "64Gi"})
     data["jobs"][-1]["name"] = f"tp16x{replicas}"
+    return spec.validate(data)
+
+
+# ch. 10: Volcano Queue weight / deserved / guarantee
+
+QUEUE_TRIO_GPUS = (24, 16, 4)
+"""Chapter 10's default GPU requests of team-a, team-b, team-c (in 4-GPU jobs)."""
+
+
+def queue_conf(plugin: str = "proportion", policy: str = "volcano-shipped") -> dict[str, Any]:
+    """The `policy` preset's Volcano conf with its queue plugin set to `plugin` (proportion or capacity,
+    the two that compute a queue's deserved; they are used one instead of the other)."""
+    if plugin not in ("proportion", "capacity"):
+        raise ValueError(f"plugin must be proportion or capacity, not {plugin!r}")
+    conf = spec.policy(policy).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for tier in conf["tiers"]:
+        tier["plugins"] = [dict(p, name=plugin) if p["name"] in ("proportion", "capacity") else p
+                           for p in tier["plugins"]]
+    return conf
+
+
+def queue_trio(weights: tuple[int, int, int] = (5, 3, 2), gpus: tuple[int, int, int] = QUEUE_TRIO_GPUS,
+               queues: dict[str, dict[str, Any]] | None = None, plugin: str = "proportion",
+               policy: str = "volcano-shipped") -> Scenario:
+    """Three queues on 4 nodes x 8 GPUs, every job already admitted (PodGroup Inqueue, its pods created)
+    at 0 s and running 1 h; team-a, team-b and team-c ask for `gpus` GPUs in 4-GPU jobs (two fit a node,
+    so no GPU is stranded by placement); the first session's request is then every job's.
+    `weights` are the queues' spec.weight; `queues` adds Queue fields by name (guarantee, deserved,
+    capability, reclaimable); `plugin` and `policy` as in `queue_conf`."""
+    jobs = []
+    size = 4
+    for team, want in zip(TEAMS, gpus):
+        if want % size:
+            raise ValueError(f"{team} asks for {want} GPUs, not a multiple of its {size}-GPU jobs")
+        jobs += [{"name": f"{team[-1]}{i + 1}", "namespace": team, "queue": team, "submit": 0, "duration": "1h",
+                  "status": {"phase": "Inqueue"},
+                  "tasks": [{"name": "worker", "resources": {"nvidia.com/gpu": size, "cpu": 2 * size,
+                                                             "memory": f"{16 * size}Gi"}}]}
+                 for i in range(want // size)]
+    return spec.validate({
+        "name": "queue-trio",
+        "cluster": {"pools": [{"name": "a100", "count": 4,
+                               "resources": {"nvidia.com/gpu": 8, "cpu": 64, "memory": "512Gi", "pods": 110}}]},
+        "tenants": [{"name": team} for team in TEAMS],
+        "queues": [{"name": team, "weight": int(w), **(queues or {}).get(team, {})} for team, w in zip(TEAMS, weights)],
+        "jobs": jobs,
+        "scheduler": {"policy": policy, "conf": queue_conf(plugin, policy)},
+    })
+
+
+def reclaim_pair(reclaimable: bool = True) -> Scenario:
+    """The recorded real-Volcano run `queues-reclaim` (labkit/conformance/volcano-real; team-b, weight 1,
+    fills 4 nodes x 8 GPUs with eight 4-GPU jobs, team-a, weight 3, asks for 4 GPUs at 12 s and a 2 x 4-GPU
+    gang at 18 s, under volcano-multitenant) with team-b's Queue `reclaimable` set."""
+    data = replay.load_recording(replay.RECORDINGS / "queues-reclaim").scenario.model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    next(q for q in data["queues"] if q["name"] == "team-b")["reclaimable"] = bool(reclaimable)
     return spec.validate(data)

@@ -28,6 +28,9 @@ OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
     4: {"c_duration": (20, 12, 14, 16, 18, 22, 24, 26, 28, 30)},
     # ch. 5: workers (one 8-GPU node each) per data-parallel job in the gang pair
     5: {"workers": (2, 3, 4)},
+    # ch. 10: the three queues' weights (a, b, c) and GPU requests (a, b, c, in 4-GPU jobs)
+    10: {"weights": ((5, 3, 2), (4, 3, 1), (3, 2, 1), (6, 3, 1), (4, 2, 2), (5, 4, 1), (3, 3, 2)),
+         "gpus": ((24, 16, 4), (20, 20, 4), (28, 12, 8), (16, 24, 4), (24, 20, 8), (20, 16, 8))},
 }
 
 _typed = ""

@@ -1,0 +1,117 @@
+"""Chapter 10 (Volcano Queue weight / deserved / guarantee): its scenarios and its checks, right and wrong."""
+
+import numpy as np
+import pytest
+
+from labkit import metrics
+from labkit.course import cases, variants
+from labkit.engine.simulate import simulate
+from labkit.grading.keys import judge
+from labkit.grading.keys.ch10 import TOTAL_GPUS, first_session
+
+
+def _default():
+    return variants.params(10, "")
+
+
+def _deserved_b(sid: str = "") -> float:
+    v = variants.params(10, sid)
+    return first_session(v["weights"], v["gpus"])["team-b"]["deserved"]
+
+
+def _idle(sid: str = "") -> int:
+    v = variants.params(10, sid)
+    return int(TOTAL_GPUS - sum(q["allocated"] for q in first_session(v["weights"], v["gpus"]).values()))
+
+
+def _a1_start(reclaimable: bool) -> int:
+    return int(simulate(cases.reclaim_pair(reclaimable)).jobs.set_index("name").start["a1"])
+
+
+def test_q1_deserved_right_and_wrong():
+    right = _deserved_b()
+    assert judge("ch10.q1", right).passed
+    assert judge("ch10.q1", right + 0.005).passed  # within the stated 0.01
+    wrong = judge("ch10.q1", right + 1)
+    assert not wrong.passed and wrong.code == "wrong"
+    # the naive weight split (no water-filling) is a wrong answer on the default variant
+    v = _default()
+    naive = TOTAL_GPUS * v["weights"][1] / sum(v["weights"])
+    assert abs(naive - right) > 0.01 and not judge("ch10.q1", naive).passed
+
+
+@pytest.mark.parametrize("answer", ["10.5", True, [10.5], float("nan")])
+def test_q1_refuses_non_numbers(answer):
+    verdict = judge("ch10.q1", answer)
+    assert not verdict.passed and verdict.code == "wrong-type"
+
+
+def test_q2_idle_right_and_wrong():
+    right = _idle()
+    assert right > 0  # proportion's deserved caps leave GPUs idle on the default variant
+    assert judge("ch10.q2", right).passed
+    assert not judge("ch10.q2", right + 4).passed
+    assert not judge("ch10.q2", 0).passed
+    assert judge("ch10.q2", 2.5).code == "wrong-type"
+
+
+def test_q3_reclaimable_right_and_wrong():
+    protected, reclaimed = _a1_start(False), _a1_start(True)
+    assert protected > reclaimed
+    assert judge("ch10.q3", protected).passed
+    assert not judge("ch10.q3", reclaimed).passed
+
+
+def test_variant_changes_the_expected_deserved():
+    first = "s001"
+    other = next(f"s{i:03d}" for i in range(2, 500) if abs(_deserved_b(f"s{i:03d}") - _deserved_b(first)) > 0.01)
+    assert judge("ch10.q1", _deserved_b(first), student=first).passed
+    assert not judge("ch10.q1", _deserved_b(first), student=other).passed
+
+
+def test_proportion_ignores_spec_deserved_capacity_takes_it():
+    """The same Queue spec.deserved: proportion water-fills by weight, capacity uses it as written."""
+    written = {"team-a": 12, "team-b": 12, "team-c": 8}
+    queues = {q: {"deserved": {"nvidia.com/gpu": g}} for q, g in written.items()}
+    for plugin, expect_written in (("proportion", False), ("capacity", True)):
+        result = simulate(cases.queue_trio(queues=queues, plugin=plugin))
+        table = metrics.queue_shares(result, times=np.array([0.0])).set_index("queue").deserved
+        assert (table.to_dict() == {q: float(g) for q, g in written.items()}) is expect_written, plugin
+
+
+def test_capacity_lends_idle_gpus_proportion_does_not():
+    queues = {q: {"deserved": {"nvidia.com/gpu": g}} for q, g in {"team-a": 12, "team-b": 12, "team-c": 8}.items()}
+    held = {}
+    for plugin in ("proportion", "capacity"):
+        table = metrics.queue_shares(simulate(cases.queue_trio(queues=queues, plugin=plugin)), times=np.array([1.0]))
+        held[plugin] = table.allocated.sum()
+    assert held["capacity"] == TOTAL_GPUS and held["proportion"] < TOTAL_GPUS
+
+
+def test_guarantee_raises_own_deserved_and_lowers_others():
+    plain = first_session((5, 3, 2), cases.QUEUE_TRIO_GPUS)
+    result = simulate(cases.queue_trio(queues={"team-c": {"guarantee": {"nvidia.com/gpu": 8}}}))
+    guaranteed = metrics.queue_shares(result, times=np.array([0.0])).set_index("queue").deserved
+    assert guaranteed["team-c"] == 8 > plain["team-c"]["deserved"]
+    assert guaranteed["team-a"] < plain["team-a"]["deserved"] and guaranteed["team-b"] < plain["team-b"]["deserved"]
+
+
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+def test_reclaimable_false_is_never_a_reclaim_victim(engine):
+    evicted = {r: simulate(cases.reclaim_pair(r), engine=engine).tasks.evicted.notna().sum() for r in (True, False)}
+    assert evicted[True] >= 1 and evicted[False] == 0
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="multiple of its 4-GPU jobs"):
+        cases.queue_trio(gpus=(24, 16, 2))
+    with pytest.raises(ValueError, match="proportion or capacity"):
+        cases.queue_conf("drf")
+
+
+def test_queue_conf_swaps_only_the_queue_plugin():
+    names = [[p["name"] for p in tier["plugins"]] for tier in cases.queue_conf("capacity")["tiers"]]
+    flat = [n for tier in names for n in tier]
+    assert "capacity" in flat and "proportion" not in flat
+    shipped = [[p["name"] for p in tier["plugins"]] for tier in cases.queue_conf("proportion")["tiers"]]
+    assert [[("proportion" if n == "capacity" else n) for n in tier] for tier in names] == shipped
