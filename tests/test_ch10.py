@@ -1,13 +1,18 @@
 """Chapter 10 (Volcano Queue weight / deserved / guarantee): its scenarios and its checks, right and wrong."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import labkit
 from labkit import metrics
 from labkit.course import cases, variants
 from labkit.engine.simulate import simulate
 from labkit.grading.keys import judge
 from labkit.grading.keys.ch10 import TOTAL_GPUS, first_session
+from labkit.k8s.export import render
+from labkit.k8s.manifests import manifests
 
 
 def _default():
@@ -115,3 +120,19 @@ def test_queue_conf_swaps_only_the_queue_plugin():
     assert "capacity" in flat and "proportion" not in flat
     shipped = [[p["name"] for p in tier["plugins"]] for tier in cases.queue_conf("proportion")["tiers"]]
     assert [[("proportion" if n == "capacity" else n) for n in tier] for tier in names] == shipped
+
+
+CH10 = Path(__file__).resolve().parents[1] / "clusters" / "ch10"
+SETS = {"trio": (lambda: cases.queue_trio(admitted=False), 60.0), "protected": (lambda: cases.reclaim_pair(False), 1.0)}
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_cluster_sets_are_not_stale(name):
+    """clusters/ch10/<name>.yaml is the chapter's scenario as labkit.dump writes it, and <name>/ is its export."""
+    build, scale = SETS[name]
+    scenario = build()
+    assert (CH10 / f"{name}.yaml").read_text() == labkit.dump(scenario), "regenerate: see clusters/ch10/README.md"
+    command = f"labkit export k8s clusters/ch10/{name}.yaml" + (f" --time-scale {scale:g}" if scale != 1 else "")
+    made = render(manifests(scenario, scale), command)
+    kept = {p.name: p.read_text() for p in (CH10 / name).iterdir()}
+    assert kept == made, "regenerate: see clusters/ch10/README.md"

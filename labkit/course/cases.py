@@ -182,10 +182,11 @@ def queue_conf(plugin: str = "proportion", policy: str = "volcano-shipped") -> d
 
 def queue_trio(weights: tuple[int, int, int] = (5, 3, 2), gpus: tuple[int, int, int] = QUEUE_TRIO_GPUS,
                queues: dict[str, dict[str, Any]] | None = None, plugin: str = "proportion",
-               policy: str = "volcano-shipped") -> Scenario:
+               policy: str = "volcano-shipped", admitted: bool = True) -> Scenario:
     """Three queues on 4 nodes x 8 GPUs, every job already admitted (PodGroup Inqueue, its pods created)
     at 0 s and running 1 h; team-a, team-b and team-c ask for `gpus` GPUs in 4-GPU jobs (two fit a node,
-    so no GPU is stranded by placement); the first session's request is then every job's.
+    so no GPU is stranded by placement); the first session's request is then every job's. `admitted=False`:
+    the jobs are only submitted at 0 s (what a real cluster is given), and enqueue admits them first.
     `weights` are the queues' spec.weight; `queues` adds Queue fields by name (guarantee, deserved,
     capability, reclaimable); `plugin` and `policy` as in `queue_conf`."""
     jobs = []
@@ -194,7 +195,7 @@ def queue_trio(weights: tuple[int, int, int] = (5, 3, 2), gpus: tuple[int, int, 
         if want % size:
             raise ValueError(f"{team} asks for {want} GPUs, not a multiple of its {size}-GPU jobs")
         jobs += [{"name": f"{team[-1]}{i + 1}", "namespace": team, "queue": team, "submit": 0, "duration": "1h",
-                  "status": {"phase": "Inqueue"},
+                  **({"status": {"phase": "Inqueue"}} if admitted else {}),
                   "tasks": [{"name": "worker", "resources": {"nvidia.com/gpu": size, "cpu": 2 * size,
                                                              "memory": f"{16 * size}Gi"}}]}
                  for i in range(want // size)]
