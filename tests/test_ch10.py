@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit import metrics
+from labkit import metrics, widgets
 from labkit.course import cases, variants
 from labkit.engine.simulate import simulate
 from labkit.grading.keys import judge
@@ -136,3 +136,28 @@ def test_cluster_sets_are_not_stale(name):
     made = render(manifests(scenario, scale), command)
     kept = {p.name: p.read_text() for p in (CH10 / name).iterdir()}
     assert kept == made, "regenerate: see clusters/ch10/README.md"
+
+
+def _waits(scenario):
+    return metrics.per_queue(simulate(scenario)).mean_wait_s.to_dict()
+
+
+def test_stream_weights_matter_under_proportion_not_under_capacity():
+    """The panel's scenario: with reclaim, proportion's weights move the waits; capacity reads no weight."""
+    deserved = {q: {"deserved": {"nvidia.com/gpu": g}} for q, g in {"team-a": 16, "team-b": 8, "team-c": 8}.items()}
+    for plugin, moves in (("proportion", True), ("capacity", False)):
+        waits = [_waits(cases.queue_stream(w, queues=deserved, plugin=plugin)) for w in ((5, 3, 2), (1, 1, 8))]
+        assert (waits[0] != waits[1]) is moves, plugin
+
+
+def test_panel_plugin_knob_switches_the_queue_plugin():
+    base = cases.queue_stream()
+    knob = widgets.Knob("queue/plugin", "队列插件", "choice", "proportion",
+                        lambda data, v: data["scheduler"].__setitem__("conf", cases.queue_conf(v, "volcano-multitenant")),
+                        choices=("proportion", "capacity"))
+    panel = widgets.Panel(base, [knob, widgets.queue_deserved(base, "team-a")], charts=("share",), debounce=0)
+    proportion = panel.table.copy()
+    panel.set("queue/plugin", "capacity")
+    plugins = {p.name for tier in panel.scenario().scheduler.conf.tiers for p in tier.plugins}
+    assert "capacity" in plugins and "proportion" not in plugins
+    assert not panel.table.equals(proportion) and panel.svgs

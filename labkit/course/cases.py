@@ -218,3 +218,17 @@ def reclaim_pair(reclaimable: bool = True) -> Scenario:
         mode="json", by_alias=True, exclude_unset=True)
     next(q for q in data["queues"] if q["name"] == "team-b")["reclaimable"] = bool(reclaimable)
     return spec.validate(data)
+
+
+def queue_stream(weights: tuple[int, int, int] = (5, 3, 2), gpus: tuple[int, int, int] = (32, 32, 32),
+                 queues: dict[str, dict[str, Any]] | None = None, plugin: str = "proportion",
+                 policy: str = "volcano-multitenant") -> Scenario:
+    """Chapter 10's panel: `queue_trio`'s queues and 4-GPU jobs, submitted over the first hour (one every
+    5 minutes, the teams interleaved) and running 1 to 3.5 hours, under `policy` (by default with reclaim
+    and preempt, so each queue's deserved is enforced, not only its admission)."""
+    data = queue_trio(weights, gpus, queues, plugin, policy, admitted=False).model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    for i, job in enumerate(data["jobs"]):
+        job["submit"] = f"{(i * 7 % 13) * 5}m"
+        job["duration"] = f"{60 + (i * 5 % 6) * 30}m"
+    return spec.validate(data)
