@@ -161,3 +161,11 @@ def test_panel_plugin_knob_switches_the_queue_plugin():
     plugins = {p.name for tier in panel.scenario().scheduler.conf.tiers for p in tier.plugins}
     assert "capacity" in plugins and "proportion" not in plugins
     assert not panel.table.equals(proportion) and panel.svgs
+
+
+@pytest.mark.parametrize("build", [lambda: cases.queue_trio(), lambda: cases.queue_trio(admitted=False),
+                                   lambda: cases.queue_stream(plugin="capacity")], ids=["trio", "submitted", "stream"])
+def test_both_engines_agree_on_the_chapter_scenarios(build):
+    scenario = build()
+    reference, numba = (simulate(scenario, engine=e).jobs[["name", "start", "end"]] for e in ("reference", "numba"))
+    assert reference.equals(numba)
