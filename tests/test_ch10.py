@@ -169,3 +169,28 @@ def test_both_engines_agree_on_the_chapter_scenarios(build):
     scenario = build()
     reference, numba = (simulate(scenario, engine=e).jobs[["name", "start", "end"]] for e in ("reference", "numba"))
     assert reference.equals(numba)
+
+
+VARIANTS = [(w, g) for w in variants.OPTIONS[10]["weights"] for g in variants.OPTIONS[10]["gpus"]]
+
+
+@pytest.mark.parametrize(("weights", "gpus"), VARIANTS)
+def test_every_variant_is_water_filled_and_solvable_by_hand(weights, gpus):
+    """On every variant of exercises 10.1/10.2 the engine's deserved has the water-filling's shape (no queue
+    above its request; the cluster poured out unless every request is met; the queues left short share one
+    level deserved/weight, above the level of every queue whose request was met), and the idle GPUs are what
+    the exercise's hint gives: each queue holds its deserved rounded down to whole 4-GPU jobs."""
+    session = first_session(weights, gpus)
+    deserved = {q: session[q]["deserved"] for q in cases.TEAMS}
+    request = dict(zip(cases.TEAMS, map(float, gpus)))
+    weight = dict(zip(cases.TEAMS, weights))
+    assert all(deserved[q] <= request[q] + 1e-6 for q in cases.TEAMS)
+    assert sum(deserved.values()) == pytest.approx(min(TOTAL_GPUS, sum(request.values())))
+    short = [q for q in cases.TEAMS if deserved[q] < request[q] - 1e-6]
+    levels = {deserved[q] / weight[q] for q in short}
+    assert max(levels, default=0) - min(levels, default=0) < 1e-6
+    if short:
+        level = deserved[short[0]] / weight[short[0]]
+        assert all(request[q] / weight[q] <= level + 1e-6 for q in cases.TEAMS if q not in short)
+    by_hand = sum(min(request[q], (deserved[q] + 1e-9) // 4 * 4) for q in cases.TEAMS)
+    assert by_hand == sum(session[q]["allocated"] for q in cases.TEAMS)
