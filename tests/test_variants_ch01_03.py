@@ -2,8 +2,8 @@
 the tolerance its text states. Expected values come from the engine, per variant."""
 
 import contextlib
-import functools
 import csv
+import functools
 import io
 from pathlib import Path
 
