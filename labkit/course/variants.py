@@ -24,6 +24,13 @@ from . import cases
 ENV = "LABKIT_STUDENT"
 
 OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
+    # ch. 1: ex. 1.1 asks one team's mean wait in one of the two set-ups of 1.4 (six distinct numbers)
+    1: {"setup": ("naive", "tenancy"), "team": ("team-a", "team-b", "team-c")},
+    # ch. 2: nodes in the fragmentation snapshot of ex. 2.1 (one 4-GPU resident each, tp8 waiting)
+    2: {"nodes": (4, 5, 6, 7, 8)},
+    # ch. 3: ex. 3.2's burst: evaluation jobs and GPUs per job (at most 28 GPUs, within the 4 x 8 cluster;
+    # 7 x 8 CPU + the clean-up pods' 2 x 4 stay within the 64-CPU quota)
+    3: {"jobs": (6, 5, 7), "gpus": (4, 2, 3)},
     # ch. 4: job c's run time (s) in the four-job workload; d must leave the free node before a ends
     4: {"c_duration": (20, 12, 14, 16, 18, 22, 24, 26, 28, 30)},
     # ch. 5: workers (one 8-GPU node each) per data-parallel job in the gang pair
