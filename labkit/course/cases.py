@@ -6,6 +6,7 @@ from importlib import resources
 from typing import Any
 
 from .. import spec
+from ..conformance.replay import RECORDINGS, load_recording
 from ..spec import Scenario
 from ..spec.quantity import parse_duration, parse_quantity
 
@@ -158,4 +159,85 @@ def shape_snapshot(replicas: int) -> Scenario:
     task = data["jobs"][-1]["tasks"][0]
     task.update(replicas=replicas, resources={"nvidia.com/gpu": 16 // replicas, "cpu": 8, "memory": "64Gi"})
     data["jobs"][-1]["name"] = f"tp16x{replicas}"
+    return spec.validate(data)
+
+
+# ch. 8: preemption and reclaim, victims, grace period, checkpoints
+
+_CH08_POOL = {"nvidia.com/gpu": 8, "cpu": 64, "memory": "512Gi", "pods": 110}
+
+
+def _ch08_pod(gpus: int) -> dict[str, Any]:
+    return {"nvidia.com/gpu": gpus, "cpu": 8, "memory": "64Gi"}
+
+
+def victims_snapshot(urgent_gpus: int = 2, ft_priority: int = 500) -> Scenario:
+    """One queue `ml` on 2 nodes x 8 GPUs, full, under volcano-multitenant: on gpu-0 `sweep` (low, 100)
+    and `ft` (PriorityClass mid = `ft_priority`), each 2 pods x 2 GPUs with minAvailable 1; on gpu-1
+    `etl` (low, 1 pod x 8 GPUs). `urgent` (high, 1000; 1 pod x `urgent_gpus` GPUs) is Inqueue: what
+    does the next session's preempt evict for it?"""
+    def running(name: str, cls: str, replicas: int, gpus: int, node: str) -> dict[str, Any]:
+        return {"name": name, "namespace": "ml", "queue": "ml", "priorityClassName": cls, "duration": "4h",
+                "minAvailable": 1, "tasks": [{"name": "worker", "replicas": replicas, "resources": _ch08_pod(gpus)}],
+                "status": {"phase": "Running", "running": {"worker": [node] * replicas}}}
+    return spec.validate({
+        "name": "ch08-victims",
+        "cluster": {"pools": [{"name": "gpu", "count": 2, "resources": _CH08_POOL}]},
+        "tenants": [{"name": "ml"}],
+        "queues": [{"name": "ml"}],
+        "priorityClasses": [{"name": "low", "value": 100}, {"name": "mid", "value": int(ft_priority)},
+                            {"name": "high", "value": 1000}],
+        "scheduler": {"policy": "volcano-multitenant"},
+        "jobs": [running("sweep", "low", 2, 2, "gpu-0"), running("ft", "mid", 2, 2, "gpu-0"),
+                 running("etl", "low", 1, 8, "gpu-1"),
+                 {"name": "urgent", "namespace": "ml", "queue": "ml", "priorityClassName": "high", "duration": "1h",
+                  "tasks": [{"name": "worker", "resources": _ch08_pod(int(urgent_gpus))}],
+                  "status": {"phase": "Inqueue"}}],
+    })
+
+
+HOTFIXES = ("1.3h", "4.1h", "7.7h", "9.2h")
+"""When chapter 8's high-priority hotfix jobs arrive."""
+
+
+def checkpoint_case(checkpoint: str | int | None = "30m", grace: str | int = 300,
+                    hotfixes: tuple[str, ...] = HOTFIXES) -> Scenario:
+    """5 nodes x 8 GPUs, volcano-multitenant. Queue `ml`: `pretrain` (low; 4 pods x 8 GPUs, a gang of
+    4, 10 h of work, `checkpointInterval` = `checkpoint` (None: no checkpoints), restartCost 5 min) and
+    4-GPU `hotfix-N` jobs (high, 40 min each) arriving at `hotfixes`; queue `infra`: `serving` holds
+    the fifth node. Every pod's `gracePeriod` is `grace`. Each hotfix preempts one pretrain pod (the
+    drf vote), which drops pretrain below minAvailable: the whole job restarts from its last checkpoint."""
+    pretrain = {"name": "pretrain", "namespace": "ml", "queue": "ml", "priorityClassName": "low", "submit": 0,
+                "work": "10h", "restartCost": "5m", "gracePeriod": grace,
+                "tasks": [{"name": "worker", "replicas": 4, "resources": _ch08_pod(8)}]}
+    if checkpoint is not None:
+        pretrain["checkpointInterval"] = checkpoint
+    jobs = [pretrain,
+            {"name": "serving", "namespace": "infra", "queue": "infra", "submit": 0, "duration": "30h",
+             "gracePeriod": grace, "tasks": [{"name": "replica", "resources": _ch08_pod(8)}]}]
+    jobs += [{"name": f"hotfix-{i}", "namespace": "ml", "queue": "ml", "priorityClassName": "high", "submit": at,
+              "duration": "40m", "gracePeriod": grace, "tasks": [{"name": "worker", "resources": _ch08_pod(4)}]}
+             for i, at in enumerate(hotfixes, 1)]
+    return spec.validate({
+        "name": "ch08-checkpoint",
+        "cluster": {"pools": [{"name": "gpu", "count": 5, "resources": _CH08_POOL}]},
+        "tenants": [{"name": "ml"}, {"name": "infra"}],
+        "queues": [{"name": "ml"}, {"name": "infra"}],
+        "priorityClasses": [{"name": "low", "value": 100}, {"name": "high", "value": 1000}],
+        "scheduler": {"policy": "volcano-multitenant"},
+        "horizon": "40h",
+        "jobs": jobs,
+    })
+
+
+def reclaim_case(actions: str = "enqueue, allocate, backfill, reclaim, preempt", a1_priority: int | None = None) -> Scenario:
+    """The recorded real run `queues-reclaim` (team-b's eight 4-GPU jobs fill 4 x 8 GPUs, team-a's a1
+    arrives at 12 s; weights 3:1) with the conf's `actions` replaced; `a1_priority` gives a1 a
+    PriorityClass of that value (the others have none: priority 0)."""
+    recorded = load_recording(RECORDINGS / "queues-reclaim").scenario
+    data = recorded.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data["scheduler"]["conf"]["actions"] = actions
+    if a1_priority is not None:
+        data["priorityClasses"] = [{"name": "urgent", "value": int(a1_priority)}]
+        next(j for j in data["jobs"] if j["name"] == "a1")["priorityClassName"] = "urgent"
     return spec.validate(data)

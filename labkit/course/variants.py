@@ -28,6 +28,8 @@ OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
     4: {"c_duration": (20, 12, 14, 16, 18, 22, 24, 26, 28, 30)},
     # ch. 5: workers (one 8-GPU node each) per data-parallel job in the gang pair
     5: {"workers": (2, 3, 4)},
+    # ch. 8: the preemptor's GPUs and ft's PriorityClass value in the victims snapshot; the lost-work budget (min)
+    8: {"urgent_gpus": (2, 4, 6), "ft_priority": (500, 50), "lost_budget_min": (60, 30, 90, 150)},
 }
 
 _typed = ""
