@@ -213,7 +213,7 @@ def checkpoint_case(checkpoint: str | int | None = "30m", grace: str | int = 300
     if checkpoint is not None:
         pretrain["checkpointInterval"] = checkpoint
     jobs = [pretrain,
-            {"name": "serving", "namespace": "infra", "queue": "infra", "submit": 0, "duration": "30h",
+            {"name": "serving", "namespace": "infra", "queue": "infra", "submit": 0, "duration": "24h",
              "gracePeriod": grace, "tasks": [{"name": "replica", "resources": _ch08_pod(8)}]}]
     jobs += [{"name": f"hotfix-{i}", "namespace": "ml", "queue": "ml", "priorityClassName": "high", "submit": at,
               "duration": "40m", "gracePeriod": grace, "tasks": [{"name": "worker", "resources": _ch08_pod(4)}]}
@@ -225,7 +225,7 @@ def checkpoint_case(checkpoint: str | int | None = "30m", grace: str | int = 300
         "queues": [{"name": "ml"}, {"name": "infra"}],
         "priorityClasses": [{"name": "low", "value": 100}, {"name": "high", "value": 1000}],
         "scheduler": {"policy": "volcano-multitenant"},
-        "horizon": "40h",
+        "horizon": "30h",
         "jobs": jobs,
     })
 
