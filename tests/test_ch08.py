@@ -105,11 +105,15 @@ def test_grace_period_is_the_preemptors_wait(grace):
     result = simulate(cases.checkpoint_case("30m", grace))
     jobs = result.jobs.set_index("name")
     evicted = result.events[result.events.kind == "Evicted"].time
-    assert len(evicted) == len(cases.HOTFIXES)
+    assert len(evicted) == sum(j.name.startswith("hotfix") for j in result.scenario.jobs)
     period = float(result.info.get("schedule_period", 1.0))
     # evicted in the session after it arrives, bound in the session after the victim is deleted
     assert jobs.loc["hotfix-1", "wait"] <= grace + 2 * period
     assert jobs.loc["hotfix-1", "wait"] >= grace
+
+
+def test_checkpoint_case_defaults_are_the_preset():
+    assert cases.checkpoint_case() == spec.preset("preemption-checkpoint")
 
 
 def test_lost_work_bounded_by_checkpoints():

@@ -196,38 +196,19 @@ def victims_snapshot(urgent_gpus: int = 2, ft_priority: int = 500) -> Scenario:
     })
 
 
-HOTFIXES = ("1.3h", "4.1h", "7.7h", "9.2h")
-"""When chapter 8's high-priority hotfix jobs arrive."""
-
-
-def checkpoint_case(checkpoint: str | int | None = "30m", grace: str | int = 300,
-                    hotfixes: tuple[str, ...] = HOTFIXES) -> Scenario:
-    """5 nodes x 8 GPUs, volcano-multitenant. Queue `ml`: `pretrain` (low; 4 pods x 8 GPUs, a gang of
-    4, 10 h of work, `checkpointInterval` = `checkpoint` (None: no checkpoints), restartCost 5 min) and
-    4-GPU `hotfix-N` jobs (high, 40 min each) arriving at `hotfixes`; queue `infra`: `serving` holds
-    the fifth node. Every pod's `gracePeriod` is `grace`. Each hotfix preempts one pretrain pod (the
-    drf vote), which drops pretrain below minAvailable: the whole job restarts from its last checkpoint."""
-    pretrain = {"name": "pretrain", "namespace": "ml", "queue": "ml", "priorityClassName": "low", "submit": 0,
-                "work": "10h", "restartCost": "5m", "gracePeriod": grace,
-                "tasks": [{"name": "worker", "replicas": 4, "resources": _ch08_pod(8)}]}
-    if checkpoint is not None:
+def checkpoint_case(checkpoint: str | int | None = "30m", grace: str | int = 300) -> Scenario:
+    """The preset `preemption-checkpoint` (5 nodes x 8 GPUs; pretrain, a gang of 4 x 8 GPUs, preempted by four
+    4-GPU hotfix jobs) with pretrain's `checkpointInterval` = `checkpoint` (None: no checkpoints, an
+    eviction loses all work) and every pod's `gracePeriod` = `grace`."""
+    data = _data("preemption-checkpoint")
+    for job in data["jobs"]:
+        job["gracePeriod"] = grace
+    pretrain = next(j for j in data["jobs"] if j["name"] == "pretrain")
+    if checkpoint is None:
+        pretrain.pop("checkpointInterval")
+    else:
         pretrain["checkpointInterval"] = checkpoint
-    jobs = [pretrain,
-            {"name": "serving", "namespace": "infra", "queue": "infra", "submit": 0, "duration": "24h",
-             "gracePeriod": grace, "tasks": [{"name": "replica", "resources": _ch08_pod(8)}]}]
-    jobs += [{"name": f"hotfix-{i}", "namespace": "ml", "queue": "ml", "priorityClassName": "high", "submit": at,
-              "duration": "40m", "gracePeriod": grace, "tasks": [{"name": "worker", "resources": _ch08_pod(4)}]}
-             for i, at in enumerate(hotfixes, 1)]
-    return spec.validate({
-        "name": "ch08-checkpoint",
-        "cluster": {"pools": [{"name": "gpu", "count": 5, "resources": _CH08_POOL}]},
-        "tenants": [{"name": "ml"}, {"name": "infra"}],
-        "queues": [{"name": "ml"}, {"name": "infra"}],
-        "priorityClasses": [{"name": "low", "value": 100}, {"name": "high", "value": 1000}],
-        "scheduler": {"policy": "volcano-multitenant"},
-        "horizon": "30h",
-        "jobs": jobs,
-    })
+    return spec.validate(data)
 
 
 def reclaim_case(actions: str = "enqueue, allocate, backfill, reclaim, preempt", a1_priority: int | None = None) -> Scenario:
