@@ -209,3 +209,10 @@ def test_two_students_two_expected_values(qid):
     b = expected(variants.params(8, two))
     assert judge(qid, a, one).passed and judge(qid, b, two).passed
     assert not judge(qid, a, two).passed and not judge(qid, b, one).passed
+
+
+def test_hotfix_snapshot_preempts_the_gang_by_drfs_vote():
+    table = steps.votes(cases.hotfix_snapshot(), "ml/hotfix-1-worker-0", "gpu-0")
+    assert list(table.index) == ["ml/pretrain-worker-0"]
+    assert not table["tier1:gang"].any() and table["tier2:drf"].all()  # tier 1 voids, tier 2 decides
+    assert table.victim.all() and table.evicted.all()

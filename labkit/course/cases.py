@@ -211,6 +211,19 @@ def checkpoint_case(checkpoint: str | int | None = "30m", grace: str | int = 300
     return spec.validate(data)
 
 
+def hotfix_snapshot() -> Scenario:
+    """The preset `preemption-checkpoint` as the session at hotfix-1's arrival sees it: pretrain Running on
+    gpu-0..gpu-3, serving on gpu-4, hotfix-1 Inqueue (the later hotfixes not yet submitted)."""
+    data = _data("preemption-checkpoint")
+    data["jobs"] = [j for j in data["jobs"] if j["name"] in ("pretrain", "serving", "hotfix-1")]
+    for job in data["jobs"]:
+        job["submit"] = 0
+    placed = {"pretrain": {"worker": ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]}, "serving": {"replica": ["gpu-4"]}}
+    for job in data["jobs"]:
+        job["status"] = {"phase": "Running", "running": placed[job["name"]]} if job["name"] in placed else {"phase": "Inqueue"}
+    return spec.validate(data)
+
+
 def reclaim_case(actions: str = "enqueue, allocate, backfill, reclaim, preempt", a1_priority: int | None = None) -> Scenario:
     """The recorded real run `queues-reclaim` (team-b's eight 4-GPU jobs fill 4 x 8 GPUs, team-a's a1
     arrives at 12 s; weights 3:1) with the conf's `actions` replaced; `a1_priority` gives a1 a
