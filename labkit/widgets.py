@@ -237,7 +237,8 @@ WAIT_NOTE = "平均等待：到模拟结束仍未启动的作业（未启动）�
 
 def metrics_table(result: Result, by: str = "queue") -> pd.DataFrame:
     """The panel's table: per queue (or per `by`, see `metrics.per_queue`) jobs, completed, not started,
-    mean wait (unstarted jobs counted to the horizon), evictions, GPU-hours, plus a cluster row."""
+    mean wait (unstarted jobs counted to the horizon), evictions, GPU-hours, work lost to evictions (hours
+    of the job's run time), plus a cluster row."""
     table = metrics.per_queue(result, by)
     total = metrics.summary(result)
     cluster = pd.DataFrame([{"jobs": total["jobs"], "completed": total["completed"], "not_started": total["not_started"],
@@ -245,12 +246,14 @@ def metrics_table(result: Result, by: str = "queue") -> pd.DataFrame:
                              "gpu_hours": round(metrics.gpu_seconds(result) / 3600, 1)}],
                            index=["cluster"])
     table = pd.concat([table, cluster])
+    lost = result.jobs.groupby(by).lost_work.sum().reindex(table.index[:-1], fill_value=0.0)
+    table["lost_work_h"] = [*(lost / 3600).round(2), round(total["lost_work_s"] / 3600, 2)]
     table["gpu_utilisation"] = [None] * (len(table) - 1) + [total["gpu_utilisation"]]
     return table
 
 
 TABLE_HEADINGS = {"jobs": "作业数", "completed": "已完成", "not_started": "未启动", "mean_wait_s": "平均等待（秒）", "evictions": "驱逐次数",
-                  "gpu_hours": "GPU·小时", "gpu_utilisation": "GPU 利用率"}
+                  "gpu_hours": "GPU·小时", "lost_work_h": "丢失的工作（小时）", "gpu_utilisation": "GPU 利用率"}
 """The table's headings as the panel shows them (`panel.table` keeps the column names)."""
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import spec
 from ..conformance import replay
+from ..conformance.replay import RECORDINGS, load_recording
 from ..spec import Scenario
 from ..spec.quantity import parse_duration, parse_quantity
 
@@ -303,4 +304,76 @@ def queue_stream(weights: tuple[int, int, int] = (5, 3, 2), gpus: tuple[int, int
     for i, job in enumerate(data["jobs"]):
         job["submit"] = f"{(i * 7 % 13) * 5}m"
         job["duration"] = f"{60 + (i * 5 % 6) * 30}m"
+# ch. 8: preemption and reclaim, victims, grace period, checkpoints
+
+_CH08_POOL = {"nvidia.com/gpu": 8, "cpu": 64, "memory": "512Gi", "pods": 110}
+
+
+def _ch08_pod(gpus: int) -> dict[str, Any]:
+    return {"nvidia.com/gpu": gpus, "cpu": 8, "memory": "64Gi"}
+
+
+def victims_snapshot(urgent_gpus: int = 2, ft_priority: int = 500) -> Scenario:
+    """One queue `ml` on 2 nodes x 8 GPUs, full, under volcano-multitenant: on gpu-0 `sweep` (low, 100)
+    and `ft` (PriorityClass mid = `ft_priority`), each 2 pods x 2 GPUs with minAvailable 1; on gpu-1
+    `etl` (low, 1 pod x 8 GPUs). `urgent` (high, 1000; 1 pod x `urgent_gpus` GPUs) is Inqueue: what
+    does the next session's preempt evict for it?"""
+    def running(name: str, cls: str, replicas: int, gpus: int, node: str) -> dict[str, Any]:
+        return {"name": name, "namespace": "ml", "queue": "ml", "priorityClassName": cls, "duration": "4h",
+                "minAvailable": 1, "tasks": [{"name": "worker", "replicas": replicas, "resources": _ch08_pod(gpus)}],
+                "status": {"phase": "Running", "running": {"worker": [node] * replicas}}}
+    return spec.validate({
+        "name": "ch08-victims",
+        "cluster": {"pools": [{"name": "gpu", "count": 2, "resources": _CH08_POOL}]},
+        "tenants": [{"name": "ml"}],
+        "queues": [{"name": "ml"}],
+        "priorityClasses": [{"name": "low", "value": 100}, {"name": "mid", "value": int(ft_priority)},
+                            {"name": "high", "value": 1000}],
+        "scheduler": {"policy": "volcano-multitenant"},
+        "jobs": [running("sweep", "low", 2, 2, "gpu-0"), running("ft", "mid", 2, 2, "gpu-0"),
+                 running("etl", "low", 1, 8, "gpu-1"),
+                 {"name": "urgent", "namespace": "ml", "queue": "ml", "priorityClassName": "high", "duration": "1h",
+                  "tasks": [{"name": "worker", "resources": _ch08_pod(int(urgent_gpus))}],
+                  "status": {"phase": "Inqueue"}}],
+    })
+
+
+def checkpoint_case(checkpoint: str | int | None = "30m", grace: str | int = 300) -> Scenario:
+    """The preset `preemption-checkpoint` (5 nodes x 8 GPUs; pretrain, a gang of 4 x 8 GPUs, preempted by four
+    4-GPU hotfix jobs) with pretrain's `checkpointInterval` = `checkpoint` (None: no checkpoints, an
+    eviction loses all work) and every pod's `gracePeriod` = `grace`."""
+    data = _data("preemption-checkpoint")
+    for job in data["jobs"]:
+        job["gracePeriod"] = grace
+    pretrain = next(j for j in data["jobs"] if j["name"] == "pretrain")
+    if checkpoint is None:
+        pretrain.pop("checkpointInterval")
+    else:
+        pretrain["checkpointInterval"] = checkpoint
+    return spec.validate(data)
+
+
+def hotfix_snapshot() -> Scenario:
+    """The preset `preemption-checkpoint` as the session at hotfix-1's arrival sees it: pretrain Running on
+    gpu-0..gpu-3, serving on gpu-4, hotfix-1 Inqueue (the later hotfixes not yet submitted)."""
+    data = _data("preemption-checkpoint")
+    data["jobs"] = [j for j in data["jobs"] if j["name"] in ("pretrain", "serving", "hotfix-1")]
+    for job in data["jobs"]:
+        job["submit"] = 0
+    placed = {"pretrain": {"worker": ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]}, "serving": {"replica": ["gpu-4"]}}
+    for job in data["jobs"]:
+        job["status"] = {"phase": "Running", "running": placed[job["name"]]} if job["name"] in placed else {"phase": "Inqueue"}
+    return spec.validate(data)
+
+
+def reclaim_case(actions: str = "enqueue, allocate, backfill, reclaim, preempt", a1_priority: int | None = None) -> Scenario:
+    """The recorded real run `queues-reclaim` (team-b's eight 4-GPU jobs fill 4 x 8 GPUs, team-a's a1
+    arrives at 12 s; weights 3:1) with the conf's `actions` replaced; `a1_priority` gives a1 a
+    PriorityClass of that value (the others have none: priority 0)."""
+    recorded = load_recording(RECORDINGS / "queues-reclaim").scenario
+    data = recorded.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data["scheduler"]["conf"]["actions"] = actions
+    if a1_priority is not None:
+        data["priorityClasses"] = [{"name": "urgent", "value": int(a1_priority)}]
+        next(j for j in data["jobs"] if j["name"] == "a1")["priorityClassName"] = "urgent"
     return spec.validate(data)

@@ -37,6 +37,8 @@ OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
     5: {"workers": (2, 3, 4)},
     # ch. 7: the class marked globalDefault in the priority stream; batch jobs queued behind the stream
     7: {"default_class": ("batch", "none", "prod"), "batch_jobs": (6, 3, 4, 5, 7, 8)},
+    # ch. 8: the preemptor's GPUs and ft's PriorityClass value in the victims snapshot; the lost-work budget (min)
+    8: {"urgent_gpus": (2, 4, 6), "ft_priority": (500, 50), "lost_budget_min": (60, 30, 90, 150)},
     # ch. 10: the three queues' weights (a, b, c) and GPU requests (a, b, c, in 4-GPU jobs)
     10: {"weights": ((5, 3, 2), (4, 3, 1), (3, 2, 1), (6, 3, 1), (4, 2, 2), (5, 4, 1), (3, 3, 2)),
          "gpus": ((24, 16, 4), (20, 20, 4), (28, 12, 8), (16, 24, 4), (24, 20, 8), (20, 16, 8))},

@@ -16,6 +16,7 @@ from .manifests import lab_labels, manifests, scheduler_configmap
 CHAPTERS = {
     "ch01": ("case-study", 1008.0),   # the case study's week in 10 minutes
     "ch02": ("fragmentation", 60.0),  # 8-hour jobs in 8 minutes
+    "ch08": ("preemption-checkpoint", 60.0),  # 10 hours of work, four preemptions, in about 15 minutes
 }
 """clusters/<chapter> -> (preset, time scale)."""
 EXAMPLES = {
