@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .. import metrics
 from ..engine.problem import GPU, Action
 from ..engine.reference import ACTIONS, allocate_predicate, close_session, open_session
 from ..engine.simulate import cycle
@@ -58,4 +59,23 @@ def workers(result, at: float) -> pd.DataFrame:
     table["running"] = live.groupby("job").size().reindex(table.index, fill_value=0)
     table["gpus_held"] = live.groupby("job")[GPU].sum().reindex(table.index, fill_value=0)
     table["can_train"] = table.running == table.needed
+    return table
+
+
+# ch. 6: head-of-line blocking
+
+
+def head_of_line(result, head: str) -> pd.DataFrame:
+    """The jobs queued behind `head` (submitted after it), one row each: submit, start, wait (censored
+    at the run's end when it never started) and whether it started before the head (`overtook`).
+    Under StrictFIFO their waits are what a blocked head costs them; under BestEffortFIFO
+    `overtook` says who passed it."""
+    jobs = result.jobs.assign(waited=metrics.waited(result)).set_index("name")
+    if head not in jobs.index:
+        raise KeyError(f"no job named {head!r}")
+    first = jobs.loc[head]
+    head_start = first.start if pd.notna(first.start) else metrics.window_end(result)
+    behind = jobs[jobs.submit > first.submit]
+    table = behind[["submit", "start", "waited"]].rename(columns={"waited": "wait"})
+    table["overtook"] = behind.start.lt(head_start).to_numpy()
     return table
