@@ -176,46 +176,21 @@ QUEUE_ORDERS = {
 """Chapter 6's queue order policies: (job order by priority?, what happens when the head does not fit)."""
 
 
-def _fifo_conf(priority: bool) -> dict[str, Any]:
-    """enqueue + allocate with gang and predicates, nodes scored by nodeorder; `priority` adds the
-    priority plugin, whose JobOrderFn puts the higher PriorityClass first (else creation time alone).
-    No overcommit or proportion: enqueue admits every PodGroup, so allocate sees the head job."""
-    first = ([{"name": "priority"}] if priority else []) + [{"name": "gang"}]
-    return {"actions": "enqueue, allocate",
-            "tiers": [{"plugins": first}, {"plugins": [{"name": "predicates"}, {"name": "nodeorder"}]}]}
-
-
-def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, smalls: int = 8,
-                small_minutes: int = 30, interval_minutes: int = 10, kueue: bool = False) -> Scenario:
-    """Chapter 6's workload on 4 nodes x 8 GPUs, one queue `ml`: two residents (8 GPUs each, 40 min and
-    `resident_minutes`) at t=0, the head `big` (4 x 8 GPUs, 1 h) at 60 s, then `smalls` jobs of 4 GPUs
-    (`small_minutes` each) every `interval_minutes` from 120 s; the fourth, s-4, has PriorityClass
-    `urgent` (1000). `order` is one of QUEUE_ORDERS; `kueue=True` runs it through one Kueue
-    ClusterQueue (nominalQuota: the cluster's 512 CPUs, 4096Gi, 32 GPUs) with that queueingStrategy instead (Kueue always orders by
-    priority, then creation time)."""
+def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, kueue: bool = False) -> Scenario:
+    """examples/queue-order.yaml (4 nodes x 8 GPUs, one queue `ml`: residents run-1 and run-2 at t=0, the
+    head `big`, 4 x 8 GPUs, at 60 s, a 4-GPU job every 10 minutes behind it, s-4 urgent) under `order`,
+    one of QUEUE_ORDERS: the priority plugin (PriorityClass first in Volcano's job order) on or off,
+    and `scheduler.queueingStrategy`. run-2 runs `resident_minutes`. `kueue=True` runs the jobs through
+    one Kueue ClusterQueue `ml` (nominalQuota: the cluster's 512 CPUs, 4096Gi, 32 GPUs) with that
+    queueingStrategy instead; Kueue always orders by priority, then creation time."""
     if order not in QUEUE_ORDERS:
         raise ValueError(f"order must be one of {', '.join(QUEUE_ORDERS)}, not {order!r}")
     priority, strategy = QUEUE_ORDERS[order]
-
-    def job(name: str, submit: int, minutes: int, gpus: int, replicas: int = 1) -> dict[str, Any]:
-        pod = {"nvidia.com/gpu": gpus, "cpu": gpus * 4, "memory": f"{gpus * 32}Gi"}
-        return {"name": name, "namespace": "ml", "queue": "ml", "submit": submit, "duration": f"{minutes}m",
-                "tasks": [{"name": "worker", "replicas": replicas, "resources": pod}]}
-
-    jobs = [job("run-1", 0, 40, 8), job("run-2", 0, int(resident_minutes), 8), job(HEAD, 60, 60, 8, replicas=4)]
-    jobs += [job(f"s-{i + 1}", 120 + 60 * int(interval_minutes) * i, int(small_minutes), 4) for i in range(smalls)]
-    for j in jobs:
-        if j["name"] == URGENT:
-            j["priorityClassName"] = "urgent"
-    data: dict[str, Any] = {
-        "name": f"queue-order-{'kueue-' if kueue else ''}{order}",
-        "cluster": {"pools": [{"name": "a100", "count": 4,
-                               "resources": {"nvidia.com/gpu": 8, "cpu": 128, "memory": "1024Gi", "pods": 110}}]},
-        "tenants": [{"name": "ml"}],
-        "priorityClasses": [{"name": "urgent", "value": 1000}],
-        "queues": [{"name": "ml"}],
-        "jobs": jobs,
-    }
+    text = (EXAMPLES / "queue-order.yaml").read_text(encoding="utf-8")
+    data = spec.loads(text, source="examples/queue-order.yaml").model_dump(mode="json", by_alias=True,
+                                                                          exclude_unset=True)
+    next(j for j in data["jobs"] if j["name"] == "run-2")["duration"] = f"{int(resident_minutes)}m"
+    data["name"] = f"queue-order-{'kueue-' if kueue else ''}{order}"
     if kueue:
         data["kueue"] = {
             "resourceFlavors": [{"name": "a100"}],
@@ -227,6 +202,9 @@ def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, smal
             "localQueues": [{"name": "ml", "namespace": "ml", "clusterQueue": "ml"}],
         }
         data["scheduler"] = {"policy": "kueue"}
-    else:
-        data["scheduler"] = {"policy": order, "conf": _fifo_conf(priority), "queueingStrategy": strategy}
+        return spec.validate(data)
+    scheduler = data["scheduler"]
+    scheduler.update(policy=order, queueingStrategy=strategy)
+    if priority:
+        scheduler["conf"]["tiers"][0]["plugins"].insert(0, {"name": "priority"})
     return spec.validate(data)

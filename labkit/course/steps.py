@@ -3,6 +3,7 @@ each node at that moment, then the node the session bound it to."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from .. import metrics
@@ -79,3 +80,17 @@ def head_of_line(result, head: str) -> pd.DataFrame:
     table = behind[["submit", "start", "waited"]].rename(columns={"waited": "wait"})
     table["overtook"] = behind.start.lt(head_start).to_numpy()
     return table
+
+
+def idle_while_head_waits(result, head: str, resource: str = GPU) -> float:
+    """Resource-hours (GPU-hours by default) left idle while `head` waited: capacity times its wait,
+    minus what the pods held, from its submit to its start (or the run's end when it never started)."""
+    jobs = result.jobs.set_index("name")
+    if head not in jobs.index:
+        raise KeyError(f"no job named {head!r}")
+    begin = float(jobs.submit[head])
+    end = float(jobs.start[head]) if pd.notna(jobs.start[head]) else metrics.window_end(result)
+    level = metrics.usage(result, resource)
+    edges = np.clip(np.r_[level.time.to_numpy(float), end], begin, end)
+    held = float((level.used.to_numpy(float) * np.diff(edges)).sum())
+    return (metrics.capacity(result, resource) * (end - begin) - held) / 3600

@@ -17,6 +17,11 @@ CHAPTERS = {
     "ch02": ("fragmentation", 60.0),  # 8-hour jobs in 8 minutes
 }
 """clusters/<chapter> -> (preset, time scale)."""
+EXAMPLE_CHAPTERS = {
+    "ch06": ("queue-order.yaml", 20.0),  # ch. 6: 2.7 hours in 8 minutes
+}
+"""clusters/<chapter> -> (file under labkit/examples/, time scale), for chapters whose scenario is an example."""
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SCHEDULER_POLICIES = {"shipped": "volcano-shipped", "multitenant": "volcano-multitenant"}
 """clusters/volcano/scheduler-<name>.yaml -> policy preset."""
 REGENERATE = "python -m labkit.k8s.sets"
@@ -29,6 +34,9 @@ def generated() -> dict[str, dict[str, str]]:
     for chapter, (preset, scale) in CHAPTERS.items():
         command = f"labkit export k8s --preset {preset} --time-scale {scale:g}"
         out[chapter] = render(manifests(spec.preset(preset), scale), command)
+    for chapter, (example, scale) in EXAMPLE_CHAPTERS.items():
+        command = f"labkit export k8s examples/{example} --time-scale {scale:g}"
+        out[chapter] = render(manifests(spec.load(EXAMPLES / example), scale), command)
     out["volcano"] = {}
     for name, policy in SCHEDULER_POLICIES.items():
         obj = scheduler_configmap(spec.policy(policy), lab_labels(policy))
