@@ -10,12 +10,12 @@ import pytest
 
 import labkit
 from labkit import diagnose, viz, widgets
-from labkit.errors import LabkitWarning
-from labkit.k8s import sets
-from labkit.k8s.manifests import manifests
 from labkit.course import cases, steps, variants
+from labkit.errors import LabkitWarning
 from labkit.grading import check
 from labkit.grading.keys import judge
+from labkit.k8s import sets
+from labkit.k8s.manifests import manifests
 
 ORDERS = list(cases.QUEUE_ORDERS)
 CLUSTERS = Path(__file__).resolve().parents[1] / "clusters"
