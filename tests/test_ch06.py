@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -10,12 +11,14 @@ import pytest
 
 import labkit
 from labkit import diagnose, viz, widgets
+from labkit.compare import compare, to_json
 from labkit.course import cases, steps, variants
 from labkit.errors import LabkitWarning
 from labkit.grading import check
 from labkit.grading.keys import judge
 from labkit.k8s import sets
 from labkit.k8s.manifests import manifests
+from labkit.slurm import Cluster, down, missing_programs, run, slurm_scenario, up
 
 ORDERS = list(cases.QUEUE_ORDERS)
 CLUSTERS = Path(__file__).resolve().parents[1] / "clusters"
@@ -192,3 +195,32 @@ def test_the_variant_changes_the_expected_values():
         assert judge(qid, first[qid], student=one).passed
         assert not judge(qid, first[qid], student=two).passed
         assert judge(qid, second[qid], student=two).passed
+
+
+# ------------------------------------------------------------------ the real engine (section 6.9)
+
+SLURM_MISSING = missing_programs()
+
+
+@pytest.mark.slurm
+@pytest.mark.skipif(bool(SLURM_MISSING), reason=f"Slurm is not installed (no {', '.join(SLURM_MISSING)})")
+@pytest.mark.skipif(os.geteuid() != 0, reason="the local Slurm runs its daemons as root")
+def test_the_real_slurm_builtin_keeps_the_small_jobs_behind_big(tmp_path):
+    """Section 6.9 on the local Slurm (sched/builtin, time scale 60: about three minutes): big starts
+    when run-2 ends and every small job after it, as the simulator says; big waits for Resources,
+    the small jobs behind it for Priority."""
+    example = cases.EXAMPLES / "queue-order.yaml"
+    scenario, conf = slurm_scenario(labkit.load(example), "slurm-builtin")
+    cluster = Cluster(tmp_path / "slurm")
+    try:
+        up(scenario, conf, cluster, 60.0)
+        real = run(scenario, conf, cluster, 60.0, timeout=600)
+    finally:
+        down(cluster)
+    simulated = labkit.simulate(labkit.load(example), policy="slurm-builtin")
+    verdict = compare(to_json(simulated), to_json(real), labels=("simulator", "real Slurm"))
+    assert verdict.agree, verdict.report()
+    starts = real.jobs.set_index("name").start
+    assert all(starts[f"s-{i}"] >= starts[cases.HEAD] for i in range(1, 9))
+    pending = set(zip(real.events.job[real.events.kind == "Pending"], real.events.reason[real.events.kind == "Pending"]))
+    assert {("ml/big", "Resources"), ("ml/s-1", "Priority")} <= pending
