@@ -145,6 +145,15 @@ def test_the_queue_order_knob_rewrites_the_conf_and_strategy():
         panel.set(knob.name, order)
         assert panel.result.jobs.set_index("name").start.equals(_starts(cases.queue_order(order))), order
     assert "<svg" in panel.svgs[0]
+    shipped = labkit.spec.validate({**base.model_dump(mode="json", by_alias=True, exclude_unset=True),
+                                    "scheduler": {"policy": "volcano-shipped"}})
+    knob = widgets.queue_order(shipped)
+    assert knob.value == "priority-besteffort"  # the shipped conf has the priority plugin
+    panel = widgets.Panel(shipped, [knob], charts=(), debounce=0)
+    edited = panel.scenario({knob.name: "fifo-strict"})
+    plugins = [p.name for tier in edited.scheduler.conf.tiers for p in tier.plugins]
+    assert "priority" not in plugins and "overcommit" in plugins
+    assert edited.scheduler.queueing_strategy == "StrictFIFO"
 
 
 def test_job_timeline_has_a_row_per_job(runs):
