@@ -1,7 +1,8 @@
 """The generated files under `clusters/`: each chapter's manifests and Volcano's two scheduler ConfigMaps.
 
 `python -m labkit.k8s.sets` rewrites them; `tests/test_k8s_sets.py` fails when they are stale.
-Chapters with a real-cluster section export their preset at a time scale that fits a laptop run.
+Chapters with a real-cluster section export their preset (or a shipped example) at a time scale that
+fits a laptop run.
 """
 
 from __future__ import annotations
