@@ -345,3 +345,39 @@ class Panel:
         from IPython.display import display
 
         display(self.widget)
+
+
+# ch. 6: the queue order policy
+
+CHARTS["jobs"] = viz.job_timeline
+
+QUEUE_ORDER_LABELS = {
+    "fifo-besteffort": "先到先服务 + BestEffortFIFO（队头放不下就跳过）",
+    "fifo-strict": "先到先服务 + StrictFIFO（队头放不下，整个队列等）",
+    "priority-besteffort": "按优先级 + BestEffortFIFO",
+    "priority-strict": "按优先级 + StrictFIFO",
+}
+"""The queue order policies: job order (creation time, or the priority plugin's PriorityClass first)
+x what allocate does when the queue's head does not fit (`scheduler.queueingStrategy`)."""
+
+
+def queue_order(scenario: Scenario) -> Knob:
+    """The queue order policy of a Volcano conf: the priority plugin on or off (Volcano's JobOrderFn:
+    PriorityClass first, else creation time) and `scheduler.queueingStrategy`."""
+    conf = conf_of(scenario)
+    priority = any(p.name == "priority" for tier in conf.tiers for p in tier.plugins)
+    strategy = scenario.scheduler.queueing_strategy or "BestEffortFIFO"
+    start = f"{'priority' if priority else 'fifo'}-{'strict' if strategy == 'StrictFIFO' else 'besteffort'}"
+
+    def apply(data: dict, value: Any) -> None:
+        tiers = _conf(data)["tiers"]
+        for tier in tiers:
+            tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "priority"]
+        if value.startswith("priority"):
+            tiers[0]["plugins"].insert(0, {"name": "priority"})
+        tiers[:] = [tier for tier in tiers if tier["plugins"]]
+        data["scheduler"]["queueingStrategy"] = "StrictFIFO" if value.endswith("strict") else "BestEffortFIFO"
+
+    options = tuple(QUEUE_ORDER_LABELS)
+    return Knob("scheduler/queueOrder", "队列顺序策略 queue order", "choice", start, apply, choices=options,
+                labels=tuple(QUEUE_ORDER_LABELS[o] for o in options))

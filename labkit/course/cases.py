@@ -376,4 +376,50 @@ def reclaim_case(actions: str = "enqueue, allocate, backfill, reclaim, preempt",
     if a1_priority is not None:
         data["priorityClasses"] = [{"name": "urgent", "value": int(a1_priority)}]
         next(j for j in data["jobs"] if j["name"] == "a1")["priorityClassName"] = "urgent"
+# ch. 6: queue management (one workload under each job order and queueing strategy)
+
+HEAD = "big"
+"""Chapter 6's head job: a 4 x 8-GPU gang that needs the whole cluster."""
+URGENT = "s-4"
+"""Chapter 6's urgent job: a small job with the PriorityClass `urgent`."""
+QUEUE_ORDERS = {
+    "fifo-besteffort": (False, "BestEffortFIFO"),
+    "fifo-strict": (False, "StrictFIFO"),
+    "priority-besteffort": (True, "BestEffortFIFO"),
+    "priority-strict": (True, "StrictFIFO"),
+}
+"""Chapter 6's queue order policies: (job order by priority?, what happens when the head does not fit)."""
+
+
+def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, kueue: bool = False) -> Scenario:
+    """examples/queue-order.yaml (4 nodes x 8 GPUs, one queue `ml`: residents run-1 and run-2 at t=0, the
+    head `big`, 4 x 8 GPUs, at 60 s, a 4-GPU job every 10 minutes behind it, s-4 urgent) under `order`,
+    one of QUEUE_ORDERS: the priority plugin (PriorityClass first in Volcano's job order) on or off,
+    and `scheduler.queueingStrategy`. run-2 runs `resident_minutes`. `kueue=True` runs the jobs through
+    one Kueue ClusterQueue `ml` (nominalQuota: the cluster's 512 CPUs, 4096Gi, 32 GPUs) with that
+    queueingStrategy instead; Kueue always orders by priority, then creation time."""
+    if order not in QUEUE_ORDERS:
+        raise ValueError(f"order must be one of {', '.join(QUEUE_ORDERS)}, not {order!r}")
+    priority, strategy = QUEUE_ORDERS[order]
+    text = (EXAMPLES / "queue-order.yaml").read_text(encoding="utf-8")
+    data = spec.loads(text, source="examples/queue-order.yaml").model_dump(mode="json", by_alias=True,
+                                                                          exclude_unset=True)
+    next(j for j in data["jobs"] if j["name"] == "run-2")["duration"] = f"{int(resident_minutes)}m"
+    data["name"] = f"queue-order-{'kueue-' if kueue else ''}{order}"
+    if kueue:
+        data["kueue"] = {
+            "resourceFlavors": [{"name": "a100"}],
+            "clusterQueues": [{"name": "ml", "queueingStrategy": strategy, "resourceGroups": [
+                {"coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                 "flavors": [{"name": "a100", "resources": [{"name": "cpu", "nominalQuota": 512},
+                                                            {"name": "memory", "nominalQuota": "4096Gi"},
+                                                            {"name": "nvidia.com/gpu", "nominalQuota": 32}]}]}]}],
+            "localQueues": [{"name": "ml", "namespace": "ml", "clusterQueue": "ml"}],
+        }
+        data["scheduler"] = {"policy": "kueue"}
+        return spec.validate(data)
+    scheduler = data["scheduler"]
+    scheduler.update(policy=order, queueingStrategy=strategy)
+    if priority:
+        scheduler["conf"]["tiers"][0]["plugins"].insert(0, {"name": "priority"})
     return spec.validate(data)

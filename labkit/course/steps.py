@@ -4,8 +4,10 @@ on the victims (`votes`)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
+from .. import metrics
 from ..engine.framework import TaskStatus
 from ..engine.problem import GPU, Action, Plugin
 from ..engine.simulate import cycle
@@ -117,3 +119,36 @@ def votes(scenario: Scenario, pod: str, node: str, action: str = "preempt") -> p
 
     evicted = set(cycle(scenario, session=session).evicted())
     return table[0].assign(evicted=[name in evicted for name in table[0].index])
+
+
+# ch. 6: head-of-line blocking
+
+
+def head_of_line(result, head: str) -> pd.DataFrame:
+    """The jobs queued behind `head` (submitted after it), one row each: submit, start, wait (censored
+    at the run's end when it never started) and whether it started before the head (`overtook`).
+    Under StrictFIFO their waits are what a blocked head costs them; under BestEffortFIFO
+    `overtook` says who passed it."""
+    jobs = result.jobs.assign(waited=metrics.waited(result)).set_index("name")
+    if head not in jobs.index:
+        raise KeyError(f"no job named {head!r}")
+    first = jobs.loc[head]
+    head_start = first.start if pd.notna(first.start) else metrics.window_end(result)
+    behind = jobs[jobs.submit > first.submit]
+    table = behind[["submit", "start", "waited"]].rename(columns={"waited": "wait"})
+    table["overtook"] = behind.start.lt(head_start).to_numpy()
+    return table
+
+
+def idle_while_head_waits(result, head: str, resource: str = GPU) -> float:
+    """Resource-hours (GPU-hours by default) left idle while `head` waited: capacity times its wait,
+    minus what the pods held, from its submit to its start (or the run's end when it never started)."""
+    jobs = result.jobs.set_index("name")
+    if head not in jobs.index:
+        raise KeyError(f"no job named {head!r}")
+    begin = float(jobs.submit[head])
+    end = float(jobs.start[head]) if pd.notna(jobs.start[head]) else metrics.window_end(result)
+    level = metrics.usage(result, resource)
+    edges = np.clip(np.r_[level.time.to_numpy(float), end], begin, end)
+    held = float((level.used.to_numpy(float) * np.diff(edges)).sum())
+    return (metrics.capacity(result, resource) * (end - begin) - held) / 3600

@@ -99,3 +99,7 @@ def gang_pair(min_available: int | None = None, workers: int = 2) -> Scenario:
             if min_available is not None:
                 job["tasks"][0]["minAvailable"] = int(min_available)
     return _edit(cases.gang_pair(), edit)
+
+
+# ch. 6: run-2's run time (min) in the queue order workload: how long the blocked head `big` waits under StrictFIFO
+OPTIONS[6] = {"resident_minutes": (60, 45, 50, 55, 65, 70, 75, 80, 90)}

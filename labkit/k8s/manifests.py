@@ -14,12 +14,13 @@ times and submit offsets, so a simulated week runs in minutes on a laptop.
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import yaml
 
-from ..errors import SpecError
-from ..spec import Scenario, conf_of
+from ..errors import LabkitWarning, SpecError
+from ..spec import Scenario, conf_of, scheduler_of
 from ..spec.base import DEFAULT_MAX_PODS
 from ..spec.model import Job, NodePool, PriorityClass, Queue, SchedulerConf, Task, Toleration
 from ..spec.quantity import parse_duration
@@ -60,11 +61,18 @@ def manifests(scenario: Scenario, time_scale: float = 1.0) -> list[dict]:
         raise SpecError("--time-scale", f"must be > 0, got {time_scale}")
     scenario = expand(scenario)
     labels = lab_labels(scenario.name)
+    if scheduler_of(scenario).queueing_strategy == "StrictFIFO":
+        warnings.warn(LabkitWarning(STRICT_FIFO_NOTE), stacklevel=2)
     objects = nodes(scenario, labels) + hypernodes(scenario, labels) + [scheduler_configmap(conf_of(scenario), labels)]
     objects += _tenancy(scenario, labels) + [_priority_class(p, labels) for p in scenario.priority_classes]
     objects += [_queue(q, labels) for q in scenario.queues]
     objects += [vcjob(job, labels, time_scale) for job in scenario.jobs]
     return sorted(objects, key=lambda obj: KINDS.index(obj["kind"]))
+
+
+STRICT_FIFO_NOTE = ("scheduler.queueingStrategy StrictFIFO is not exported: Volcano's scheduler has no such switch "
+                    "(a Queue's dequeueStrategy is read nowhere in it), so the real run is BestEffortFIFO")
+"""Said when a StrictFIFO scenario is exported: the simulated run and the real one will differ."""
 
 
 def lab_labels(name: str) -> dict[str, str]:

@@ -20,6 +20,7 @@ CHAPTERS = {
 }
 """clusters/<chapter> -> (preset, time scale)."""
 EXAMPLES = {
+    "ch06": ("queue-order.yaml", 20.0),  # ch. 6: 2.7 hours in 8 minutes
     "ch07": ("priority-stream.yaml", 60.0),  # ch. 7: 12 hours of the prod stream in 12 minutes
 }
 """clusters/<chapter> -> (scenario file in labkit/examples, time scale), for chapters whose scenario is an example."""
