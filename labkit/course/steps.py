@@ -59,3 +59,16 @@ def workers(result, at: float) -> pd.DataFrame:
     table["gpus_held"] = live.groupby("job")[GPU].sum().reindex(table.index, fill_value=0)
     table["can_train"] = table.running == table.needed
     return table
+
+
+# ch. 11: Slurm's backfill reservations
+
+
+def reservations(result) -> pd.DataFrame:
+    """The reservations a Slurm run's backfill passes made (its StartTime notes): when the pass ran, the
+    job, the start it planned (scenario seconds) and the nodes it set aside; one row per pass and job."""
+    events = result.events
+    notes = events[(events.kind == "StartTime") & (events.reason == "Backfill")]
+    planned = notes.message.str.extract(r"StartTime=(?P<start>\S+) SchedNodeList=(?P<nodes>\S+)")
+    return pd.DataFrame({"time": notes.time.to_numpy(), "job": notes.job.to_numpy(),
+                         "start": planned.start.astype(float).to_numpy(), "nodes": planned.nodes.to_numpy()})

@@ -28,6 +28,9 @@ OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
     4: {"c_duration": (20, 12, 14, 16, 18, 22, 24, 26, 28, 30)},
     # ch. 5: workers (one 8-GPU node each) per data-parallel job in the gang pair
     5: {"workers": (2, 3, 4)},
+    # ch. 11: job c1's time limit (min) in the backfill workload; c1 runs 35 min and must hold b's
+    # reservation (2 + limit) before c2's end by its limit (30 + 60) once a has ended
+    11: {"c1_limit": (60, 40, 45, 50, 55, 65, 70, 75, 80)},
 }
 
 _typed = ""
