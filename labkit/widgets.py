@@ -339,3 +339,7 @@ class Panel:
         from IPython.display import display
 
         display(self.widget)
+
+
+# ch. 11: the pods of a small workload, labelled by job
+CHARTS["job_gantt"] = viz.job_gantt
