@@ -131,18 +131,35 @@ def _cells(*needles: str) -> list[str]:
     return [next(c.source for c in nb.cells if c.cell_type == "code" and needle in c.source) for needle in needles]
 
 
-def test_real_slurm_cells_say_why_they_skip(monkeypatch):
-    """Without Slurm the real-run cell prints one line naming the apt command and the compare cell says there
-    is nothing to compare; neither raises."""
-    monkeypatch.setattr(slurm_cluster, "program", lambda name: None)
+def _run_real_cells() -> tuple[dict, list[str]]:
+    """The notebook's real-run and compare cells, run here as a kernel would, and what they printed."""
     namespace = {"cases": cases, "labkit": labkit, "tempfile": __import__("tempfile"), "json": __import__("json"),
                  "Path": Path}
     out = io.StringIO()
     with redirect_stdout(out):
         for source in _cells("require_slurm()", "labkit compare sim.json real.json"):
-            exec(compile(source, "ch11", "exec"), namespace)
-    lines = out.getvalue().splitlines()
+            exec(compile(source, "ch11", "exec"), namespace)  # noqa: S102 (the notebook's own cells, as a kernel runs them)
+    return namespace, out.getvalue().splitlines()
+
+
+def test_real_slurm_cells_say_why_they_skip(monkeypatch):
+    """Without Slurm the real-run cell prints one line naming the apt command and the compare cell says there
+    is nothing to compare; neither raises."""
+    monkeypatch.delenv("LABKIT_GRADING", raising=False)
+    monkeypatch.setattr(slurm_cluster, "program", lambda name: None)
+    namespace, lines = _run_real_cells()
     assert namespace["real"] is None
     assert lines[0].startswith("跳过真实 Slurm：Slurm is not installed (no munged, slurmctld,")
     assert slurm_cluster.APT_INSTALL in lines[0]
     assert lines[1:] == ["没有真实运行可比较：见上一单元的原因"]
+
+
+def test_a_graded_run_starts_no_slurm(monkeypatch):
+    """`labkit grade` (LABKIT_GRADING=1, even --no-sandbox as root with Slurm installed) must not spend its cell
+    time limit on the real run: one line, no daemon started."""
+    monkeypatch.setenv("LABKIT_GRADING", "1")
+    monkeypatch.setattr(slurm_cluster, "require_slurm", lambda: pytest.fail("require_slurm was called"))
+    namespace, lines = _run_real_cells()
+    assert namespace["real"] is None
+    assert lines == ["跳过真实 Slurm：评分运行不启动本机守护进程（真实运行要一分多钟，超过单元格的时限）",
+                     "没有真实运行可比较：见上一单元的原因"]
