@@ -258,3 +258,23 @@ def priority_waits(result: Result) -> alt.Chart:
                                                                  range=["circle", "triangle-up"])),
         tooltip=["job", "priority", "started", alt.Tooltip("waited_h:Q", format=".2f")],
     ).properties(title="waited per job by priority (triangle: still waiting)", width=500, height=220)
+# ch. 11: a handful of jobs, each pod a labelled bar
+
+
+def job_gantt(result: Result, unit: float = 60.0) -> alt.LayerChart:
+    """Pods on nodes over time for a small workload: one bar per pod, coloured and labelled by job, the
+    time axis in minutes (`unit` seconds). Pods without GPUs (best-effort) get their own lane under
+    the node, as they share it. For a few jobs, where `gantt`'s colour per tenant says too little."""
+    tasks = result.tasks[result.tasks.start.notna()]
+    data = pd.DataFrame({
+        "node": tasks.node, "job": tasks.job.str.split("/").str[-1],
+        "lane": np.where(tasks[GPU].fillna(0) > 0, "GPU", "no GPU") if GPU in tasks else "GPU",
+        "start": tasks.start / unit, "end": tasks.end.fillna(metrics.window_end(result)) / unit})
+    data["middle"] = (data.start + data.end) / 2
+    base = alt.Chart(data)
+    bars = base.mark_bar(stroke="white").encode(
+        x=alt.X("start:Q", title="minutes"), x2="end:Q", y=alt.Y("node:N", title=None), yOffset="lane:N",
+        color=alt.Color("job:N", title="job"), tooltip=["job", "node", "start", "end"])
+    labels = base.mark_text(color="white", fontSize=11).encode(x="middle:Q", y="node:N", yOffset="lane:N",
+                                                               text="job:N")
+    return (bars + labels).properties(width=640)

@@ -381,3 +381,5 @@ def queue_order(scenario: Scenario) -> Knob:
     options = tuple(QUEUE_ORDER_LABELS)
     return Knob("scheduler/queueOrder", "队列顺序策略 queue order", "choice", start, apply, choices=options,
                 labels=tuple(QUEUE_ORDER_LABELS[o] for o in options))
+# ch. 11: the pods of a small workload, labelled by job
+CHARTS["job_gantt"] = viz.job_gantt

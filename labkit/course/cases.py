@@ -423,3 +423,44 @@ def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, kueu
     if priority:
         scheduler["conf"]["tiers"][0]["plugins"].insert(0, {"name": "priority"})
     return spec.validate(data)
+# ch. 11: backfill scheduling
+
+
+def backfill_mix(policy: str | None = None, estimate: float | None = None, bf_window: int | None = None,
+                 limits: dict[str, int] | None = None) -> Scenario:
+    """examples/backfill-estimates.yaml (4 nodes x 8 GPUs: team A's 3-node a, then its 4-node gang b; team B's
+    one-node c1..c4; team C's best-effort indexer e), under `policy` (default: the file's slurm-backfill).
+
+    `limits`: job -> time limit in minutes, replacing the file's whole hours. `estimate`: every job's time
+    limit becomes estimate x its run time (`set_estimate`). `bf_window`: slurm-backfill with that
+    bf_window in minutes (`set_bf_window`).
+    """
+    text = (EXAMPLES / "backfill-estimates.yaml").read_text(encoding="utf-8")
+    data = spec.loads(text, source="examples/backfill-estimates.yaml").model_dump(mode="json", by_alias=True,
+                                                                                  exclude_unset=True)
+    if policy is not None:
+        data["scheduler"] = {"policy": policy}
+    for job in data["jobs"]:
+        if limits and job["name"] in limits:
+            job["timeLimit"] = f"{int(limits[job['name']])}m"
+    if estimate is not None:
+        set_estimate(data, estimate)
+    if bf_window is not None:
+        set_bf_window(data, bf_window)
+    return spec.validate(data)
+
+
+def set_estimate(data: dict[str, Any], estimate: float) -> None:
+    """Every job's time limit (YAML form) = `estimate` x its run time, rounded up to whole minutes as
+    sbatch rounds `-t`: the user's runtime estimate off by that factor."""
+    for job in data["jobs"]:
+        seconds = round(float(estimate) * parse_duration(job["duration"]), 6)
+        job["timeLimit"] = f"{int(-(-seconds // 60))}m"
+
+
+def set_bf_window(data: dict[str, Any], minutes: int) -> None:
+    """The scenario (YAML form) under slurm-backfill with SchedulerParameters' bf_window = `minutes`."""
+    conf = spec.policy_scheduler("slurm-backfill").slurm.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    params = [p for p in conf.get("SchedulerParameters", "").split(",") if p and not p.startswith("bf_window=")]
+    conf["SchedulerParameters"] = ",".join([*params, f"bf_window={int(minutes)}"])
+    data["scheduler"] = {"policy": "slurm-backfill", "slurm": conf}

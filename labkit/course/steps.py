@@ -152,3 +152,14 @@ def idle_while_head_waits(result, head: str, resource: str = GPU) -> float:
     edges = np.clip(np.r_[level.time.to_numpy(float), end], begin, end)
     held = float((level.used.to_numpy(float) * np.diff(edges)).sum())
     return (metrics.capacity(result, resource) * (end - begin) - held) / 3600
+# ch. 11: Slurm's backfill reservations
+
+
+def reservations(result) -> pd.DataFrame:
+    """The reservations a Slurm run's backfill passes made (its StartTime notes): when the pass ran, the
+    job, the start it planned (scenario seconds) and the nodes it set aside; one row per pass and job."""
+    events = result.events
+    notes = events[(events.kind == "StartTime") & (events.reason == "Backfill")]
+    planned = notes.message.str.extract(r"StartTime=(?P<start>\S+) SchedNodeList=(?P<nodes>\S+)")
+    return pd.DataFrame({"time": notes.time.to_numpy(), "job": notes.job.to_numpy(),
+                         "start": planned.start.astype(float).to_numpy(), "nodes": planned.nodes.to_numpy()})

@@ -35,6 +35,8 @@ OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
     4: {"c_duration": (20, 12, 14, 16, 18, 22, 24, 26, 28, 30)},
     # ch. 5: workers (one 8-GPU node each) per data-parallel job in the gang pair
     5: {"workers": (2, 3, 4)},
+    # ch. 6: run-2's run time (min) in the queue order workload: how long the blocked head `big` waits under StrictFIFO
+    6: {"resident_minutes": (60, 45, 50, 55, 65, 70, 75, 80, 90)},
     # ch. 7: the class marked globalDefault in the priority stream; batch jobs queued behind the stream
     7: {"default_class": ("batch", "none", "prod"), "batch_jobs": (6, 3, 4, 5, 7, 8)},
     # ch. 8: the preemptor's GPUs and ft's PriorityClass value in the victims snapshot; the lost-work budget (min)
@@ -42,6 +44,9 @@ OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
     # ch. 10: the three queues' weights (a, b, c) and GPU requests (a, b, c, in 4-GPU jobs)
     10: {"weights": ((5, 3, 2), (4, 3, 1), (3, 2, 1), (6, 3, 1), (4, 2, 2), (5, 4, 1), (3, 3, 2)),
          "gpus": ((24, 16, 4), (20, 20, 4), (28, 12, 8), (16, 24, 4), (24, 20, 8), (20, 16, 8))},
+    # ch. 11: job c1's time limit (min) in the backfill workload; c1 runs 35 min and must hold b's
+    # reservation (2 + limit) before c2's end by its limit (30 + 60) once a has ended
+    11: {"c1_limit": (60, 40, 45, 50, 55, 65, 70, 75, 80)},
 }
 
 _typed = ""
@@ -100,6 +105,3 @@ def gang_pair(min_available: int | None = None, workers: int = 2) -> Scenario:
                 job["tasks"][0]["minAvailable"] = int(min_available)
     return _edit(cases.gang_pair(), edit)
 
-
-# ch. 6: run-2's run time (min) in the queue order workload: how long the blocked head `big` waits under StrictFIFO
-OPTIONS[6] = {"resident_minutes": (60, 45, 50, 55, 65, 70, 75, 80, 90)}
