@@ -28,6 +28,8 @@ OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
     4: {"c_duration": (20, 12, 14, 16, 18, 22, 24, 26, 28, 30)},
     # ch. 5: workers (one 8-GPU node each) per data-parallel job in the gang pair
     5: {"workers": (2, 3, 4)},
+    # ch. 9: the evaluation jobs' run time (s) in the three-limit burst; the overcommit-factor of the wave
+    9: {"duration": (90, 40, 60, 120, 150), "factor": (2.0, 1.25, 1.5, 1.75, 2.5, 3.0)},
 }
 
 _typed = ""
