@@ -1,0 +1,149 @@
+"""Chapter 9: the three forms of one limit (ResourceQuota, Queue capability, Kueue nominalQuota), the
+overcommit wave, the checks (right and wrong answers computed with the engine, on the variant) and the
+committed clusters/ch09 manifests."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import labkit
+from labkit import spec
+from labkit.course import cases, variants
+from labkit.grading.keys import judge
+from labkit.grading.keys import ch09
+from labkit.k8s.export import render
+from labkit.k8s.manifests import manifests
+
+pytestmark = pytest.mark.filterwarnings("ignore::labkit.errors.LabkitWarning")  # RQ runs fall back to the reference engine
+CLUSTER = Path(__file__).resolve().parents[1] / "clusters" / "ch09"
+EXPORT = "labkit export k8s clusters/ch09/overcommit-wave.yaml"
+
+
+def _peak(result: labkit.Result, namespace: str) -> float:
+    """The most GPUs `namespace`'s running pods hold at once."""
+    tasks = result.tasks[result.tasks.job.str.startswith(f"{namespace}/") & result.tasks.start.notna()]
+    return max((tasks[(tasks.start <= t) & (tasks.end > t)]["nvidia.com/gpu"].sum() for t in set(tasks.start)),
+               default=0.0)
+
+
+def _ids_with_different(key: str) -> tuple[str, str]:
+    first = "s001"
+    other = next(f"s{i:03d}" for i in range(2, 500)
+                 if variants.params(9, f"s{i:03d}")[key] != variants.params(9, first)[key])
+    return first, other
+
+
+@pytest.mark.parametrize("mechanism", cases.LIMIT_MECHANISMS)
+@pytest.mark.parametrize("limit", [8, 16, 24])
+def test_every_form_of_the_limit_holds_team_c_to_it(mechanism, limit):
+    result = labkit.simulate(cases.quota_limit(mechanism, limit=limit))
+    assert _peak(result, "team-c") == limit
+    if mechanism != "resourcequota":  # queued forms wait; a refused pod may hit the retry limit (ch. 3)
+        assert result.jobs.state.eq("Completed").all()
+
+
+def test_the_three_forms_refuse_in_their_own_words():
+    """ResourceQuota refuses the pod at creation, capability votes Reject at enqueue, Kueue leaves the
+    Workload pending with the quota it lacks; queued forms wait for the quota, the refused pod for the backoff."""
+    rq, cap, kq = (labkit.simulate(cases.quota_limit(m)) for m in cases.LIMIT_MECHANISMS)
+    refused = rq.events[rq.events.kind == "Rejected"]
+    assert set(refused.job) == {f"team-c/c-eval-{i}" for i in range(4, 8)}
+    assert "exceeded quota: team-c" in refused.message.iloc[0]
+    why = labkit.diagnose.explain(cap, "c-eval-4", at=10)
+    assert (why.phase, why.message) == ("Pending", "queue resource quota insufficient: insufficient nvidia.com/gpu")
+    pending = kq.events[(kq.events.job == "team-c/c-eval-4") & (kq.events.kind == "Pending")].message.iloc[0]
+    assert pending == ("couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu "
+                       "in flavor a100, 4 more needed")
+    pd.testing.assert_series_equal(cap.jobs.start, kq.jobs.start)
+    first_end = cap.jobs.set_index("name").end
+    assert (cap.jobs.set_index("name").start.iloc[4:].to_numpy() == first_end.iloc[:4].to_numpy() + 1).all()
+    assert (rq.jobs.wait.iloc[4:] > cap.jobs.wait.iloc[4:]).all()
+
+
+def test_quota_limit_refuses_an_unknown_mechanism():
+    with pytest.raises(ValueError, match="mechanism must be one of"):
+        cases.quota_limit("limitrange")
+
+
+def test_overcommit_wave_writes_the_factor_and_the_limits():
+    scenario = cases.overcommit_wave(1.5, capability=16, quota=12)
+    overcommit = next(p for p in spec.conf_of(scenario).tiers[1].plugins if p.name == "overcommit")
+    assert overcommit.arguments == {"overcommit-factor": 1.5}
+    assert scenario.queues[1].capability == {"nvidia.com/gpu": 16}
+    assert scenario.tenants[1].resource_quota.hard == {"requests.nvidia.com/gpu": "12"}
+    assert len(scenario.jobs) == 12
+
+
+def test_first_enqueue_grows_with_the_factor_up_to_proportion():
+    """overcommit lets in floor(32 x factor / 8) 8-GPU PodGroups; proportion holds each queue to the
+    cluster (32 GPUs, 4 jobs), so two queues stop at 8 whatever the factor."""
+    counts = [ch09.first_inqueue(f) for f in (1.0, 1.2, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0)]
+    assert counts == [4, 4, 5, 6, 7, 8, 8, 8]
+
+
+def test_overcommit_wave_runs_the_same_on_both_engines():
+    scenario = cases.overcommit_wave(1.75)
+    fast = labkit.simulate(scenario, engine="numba")
+    slow = labkit.simulate(scenario, engine="reference")
+    pd.testing.assert_frame_equal(fast.jobs, slow.jobs)
+    pd.testing.assert_frame_equal(fast.events, slow.events)
+
+
+def test_capability_under_the_quota_stops_the_refusals():
+    refused, _ = ch09.capability_outcome(32, 2.0)
+    assert refused > 0
+    assert ch09.capability_outcome(16, 2.0) == (0, 16.0)
+
+
+@pytest.mark.parametrize("student", ["", "s001", "s002", "s003"])
+def test_q1_right_and_wrong(student):
+    right = ch09.rq_wait(variants.params(9, student)["duration"])
+    assert judge("ch09.q1", right, student).passed
+    assert not judge("ch09.q1", right + 1, student).passed
+    capability_wait = labkit.simulate(cases.quota_limit("capability", duration=variants.params(9, student)["duration"]))
+    assert not judge("ch09.q1", capability_wait.jobs.wait.iloc[4], student).passed
+
+
+@pytest.mark.parametrize("student", ["", "s001", "s002", "s003"])
+def test_q2_right_and_wrong(student):
+    factor = variants.params(9, student)["factor"]
+    right = int((labkit.simulate(cases.overcommit_wave(factor)).jobs.enqueue == 0).sum())
+    assert judge("ch09.q2", right, student).passed
+    assert not judge("ch09.q2", int(32 * factor // 8) + 1, student).passed
+
+
+@pytest.mark.parametrize("student", ["", "s001"])
+def test_q3_right_and_wrong(student):
+    assert judge("ch09.q3", 16, student).passed
+    assert judge("ch09.q3", 23, student).passed  # two 8-GPU jobs fit, a third does not
+    too_high = judge("ch09.q3", 24, student)
+    assert not too_high.passed and "ResourceQuota" in too_high.reason
+    too_low = judge("ch09.q3", 8, student)
+    assert not too_low.passed and "用不满" in too_low.reason
+    assert judge("ch09.q3", 16.5, student).code == "wrong-type"
+
+
+def test_variant_changes_the_expected_values():
+    first, other = _ids_with_different("duration")
+    durations = [variants.params(9, s)["duration"] for s in (first, other)]
+    waits = [ch09.rq_wait(d) for d in durations]
+    if waits[0] == waits[1]:  # 90, 120 and 150 s all wait for the 15th retry; pick a pair that differs
+        other = next(f"s{i:03d}" for i in range(2, 500)
+                     if ch09.rq_wait(variants.params(9, f"s{i:03d}")["duration"]) != waits[0])
+    assert judge("ch09.q1", waits[0], first).passed
+    assert not judge("ch09.q1", waits[0], other).passed
+    first, other = _ids_with_different("factor")
+    counts = [ch09.first_inqueue(variants.params(9, s)["factor"]) for s in (first, other)]
+    if counts[0] == counts[1]:
+        other = next(f"s{i:03d}" for i in range(2, 500)
+                     if ch09.first_inqueue(variants.params(9, f"s{i:03d}")["factor"]) != counts[0])
+    assert judge("ch09.q2", counts[0], first).passed
+    assert not judge("ch09.q2", counts[0], other).passed
+
+
+def test_clusters_ch09_is_not_stale():
+    scenario = cases.overcommit_wave(2.0, quota=16)
+    assert (CLUSTER / "overcommit-wave.yaml").read_text(encoding="utf-8") == labkit.dump(scenario)
+    for name, text in render(manifests(scenario), EXPORT).items():
+        assert (CLUSTER / name).read_text(encoding="utf-8") == text, f"clusters/ch09/{name} is stale: run `{EXPORT} -o clusters/ch09`"
