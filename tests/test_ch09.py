@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import labkit
-from labkit import spec
+from labkit import spec, widgets
 from labkit.course import cases, variants
 from labkit.grading.keys import judge
 from labkit.grading.keys import ch09
@@ -147,3 +147,48 @@ def test_clusters_ch09_is_not_stale():
     assert (CLUSTER / "overcommit-wave.yaml").read_text(encoding="utf-8") == labkit.dump(scenario)
     for name, text in render(manifests(scenario), EXPORT).items():
         assert (CLUSTER / name).read_text(encoding="utf-8") == text, f"clusters/ch09/{name} is stale: run `{EXPORT} -o clusters/ch09`"
+
+
+def test_panel_knobs_move_the_refusals():
+    """The chapter's panel: team C's capability and the overcommit factor re-run the wave; capability 16
+    under the quota of 16 leaves no team C job unstarted, factor 1.5 terminates none either."""
+    wave = cases.overcommit_wave(2.0, quota=16)
+    knob = widgets.overcommit_factor(wave)
+    assert (knob.value, knob.low, knob.kind) == (2.0, 1.0, "float")
+    panel = widgets.Panel(wave, [widgets.queue_capability(wave, "team-c", high=32), knob], debounce=0)
+    assert panel.table.loc["team-c", "not_started"] == 4
+    panel.set("plugin/overcommit/overcommit-factor", 1.5)
+    factor = next(p for p in spec.conf_of(panel.scenario()).tiers[1].plugins if p.name == "overcommit")
+    assert factor.arguments == {"overcommit-factor": 1.5}
+    assert panel.table.loc["team-c", "not_started"] == 0
+    panel.set("plugin/overcommit/overcommit-factor", 2.0)
+    panel.set("queue/team-c/capability/nvidia.com/gpu", 16)
+    assert panel.table.loc["team-c", "not_started"] == 0 and panel.runs == 4
+
+
+def test_overcommit_factor_knob_needs_the_plugin():
+    bare = cases.overcommit_wave(1.2).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    bare["scheduler"]["conf"]["tiers"][1]["plugins"] = [
+        p for p in bare["scheduler"]["conf"]["tiers"][1]["plugins"] if p["name"] != "overcommit"]
+    with pytest.raises(labkit.errors.LabkitError, match="no overcommit plugin"):
+        widgets.overcommit_factor(spec.validate(bare))
+    assert widgets.overcommit_factor(cases.overcommit_wave(1.2)).value == 1.2
+    shipped = labkit.spec.validate({**bare, "scheduler": {"policy": "volcano-shipped"}})
+    assert widgets.overcommit_factor(shipped).value == 1.2
+
+
+def test_an_elastic_job_is_counted_by_its_minimum_only_in_volcano():
+    """Volcano's enqueue counts minResources (2 of 4 workers) and allocate fills up to the capability;
+    Kueue counts the whole Workload and waits; a ResourceQuota refuses the surplus pods and the retry limit
+    terminates the job while its first two pods run."""
+    runs = {m: labkit.simulate(cases.elastic_under_limit(m)) for m in cases.LIMIT_MECHANISMS}
+    placed = {m: r.tasks[r.tasks.job == "team-c/c-elastic"] for m, r in runs.items()}
+    elastic = {m: r.jobs.set_index("name").loc["c-elastic"] for m, r in runs.items()}
+    assert elastic["capability"].start == 6 and len(placed["capability"]) == 2
+    first_end = runs["kueue"].jobs.set_index("name").loc["c-eval-0", "end"]
+    assert elastic["kueue"].start == first_end + 1 and len(placed["kueue"]) == 4
+    needed = runs["kueue"].events.query("kind == 'Pending'").message.iloc[0]
+    assert needed.endswith("insufficient unused quota for nvidia.com/gpu in flavor a100, 8 more needed")
+    assert elastic["resourcequota"].state == "Terminated" and elastic["resourcequota"].start == 6
+    refused = runs["resourcequota"].events.query("kind == 'Rejected'").task
+    assert list(refused) == ["team-c/c-elastic-worker-2", "team-c/c-elastic-worker-3"]

@@ -229,3 +229,15 @@ def overcommit_wave(factor: float = 1.2, capability: int | None = None, quota: i
     if quota is not None:
         data["tenants"][1]["resourceQuota"] = {"hard": {"requests.nvidia.com/gpu": str(quota)}}
     return spec.validate(data)
+
+
+def elastic_under_limit(mechanism: str, limit: int = 16) -> Scenario:
+    """`quota_limit`'s three forms with one 8-GPU job running 10 minutes, then (t=5 s) a job of 4 workers x
+    4 GPUs with minAvailable 2 (5 minutes): its minimum fits beside the first job under the limit, all of it does not."""
+    data = quota_limit(mechanism, limit=limit, duration=600, jobs=1, gpus=8).model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    data["name"] = f"elastic-under-limit-{mechanism}"
+    data["jobs"].append({"name": "c-elastic", "namespace": "team-c", "queue": "team-c", "submit": 5, "duration": 300,
+                         "tasks": [{"name": "worker", "replicas": 4, "minAvailable": 2,
+                                    "resources": {"nvidia.com/gpu": 4, "cpu": 8, "memory": "64Gi"}}]})
+    return spec.validate(data)
