@@ -10,8 +10,7 @@ import pytest
 import labkit
 from labkit import spec, widgets
 from labkit.course import cases, variants
-from labkit.grading.keys import judge
-from labkit.grading.keys import ch09
+from labkit.grading.keys import ch09, judge
 from labkit.k8s.export import render
 from labkit.k8s.manifests import manifests
 
