@@ -2,6 +2,7 @@
 overcommit wave, the checks (right and wrong answers computed with the engine, on the variant) and the
 committed clusters/ch09 manifests."""
 
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -191,3 +192,14 @@ def test_an_elastic_job_is_counted_by_its_minimum_only_in_volcano():
     assert elastic["resourcequota"].state == "Terminated" and elastic["resourcequota"].start == 6
     refused = runs["resourcequota"].events.query("kind == 'Rejected'").task
     assert list(refused) == ["team-c/c-elastic-worker-2", "team-c/c-elastic-worker-3"]
+
+
+def test_checks_print_nothing_but_the_verdict(capsys):
+    """The grader's nbval run compares a check cell's output: a fallback note (a warning, printed on stderr)
+    fails the check, so the key names the engine its quota runs need."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for qid, answer in (("ch09.q1", 164), ("ch09.q2", 8), ("ch09.q3", 16)):
+            assert judge(qid, answer, "").passed
+    assert [str(w.message) for w in caught] == []
+    assert capsys.readouterr() == ("", "")
