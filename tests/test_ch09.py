@@ -196,10 +196,20 @@ def test_an_elastic_job_is_counted_by_its_minimum_only_in_volcano():
 
 def test_checks_print_nothing_but_the_verdict(capsys):
     """The grader's nbval run compares a check cell's output: a fallback note (a warning, printed on stderr)
-    fails the check, so the key names the engine its quota runs need."""
+    would fail the check (the quota runs fall back to the reference engine)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for qid, answer in (("ch09.q1", 164), ("ch09.q2", 8), ("ch09.q3", 16)):
             assert judge(qid, answer, "").passed
     assert [str(w.message) for w in caught] == []
     assert capsys.readouterr() == ("", "")
+
+
+def test_judge_keeps_engine_notes_out_of_every_verdict():
+    """Found grading chapter 3 with `labkit grade`: its keys run the quota burst, whose fallback note on
+    stderr made the grader's nbval run fail every right answer. The judge now silences labkit's notes."""
+    right = sorted({t.split("/")[1] for t in labkit.simulate(cases.quota_burst()).events.query("kind == 'Rejected'").task})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert judge("ch03.q1", right, "").passed
+    assert [str(w.message) for w in caught] == []

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from ...course import cases
 from ...engine.simulate import simulate
-from ...results import Result
 from ..answers import integer
 from .base import register
 
@@ -14,15 +13,9 @@ WAVE_QUOTA = 16
 """Team C's namespace ResourceQuota (GPUs) in exercise 9.3."""
 
 
-def _with_quota(scenario) -> Result:
-    """A run with a namespace ResourceQuota: on the reference engine, which `simulate` would pick anyway (the
-    numba core creates a job's pods all at once), named here so no fallback note reaches the check's output."""
-    return simulate(scenario, engine="reference")
-
-
 def rq_wait(duration: int, job: str = "c-eval-4") -> float:
     """`job`'s wait (s) under the ResourceQuota form of the three-limit burst with jobs of `duration` s."""
-    jobs = _with_quota(cases.quota_limit("resourcequota", duration=duration)).jobs.set_index("name")
+    jobs = simulate(cases.quota_limit("resourcequota", duration=duration)).jobs.set_index("name")
     return float(jobs.loc[job, "wait"])
 
 
@@ -33,7 +26,7 @@ def first_inqueue(factor: float) -> int:
 
 def capability_outcome(capability: int, factor: float) -> tuple[int, float]:
     """(team C's pods the ResourceQuota refuses, team C's peak GPUs running) in the wave with quota 16."""
-    result = _with_quota(cases.overcommit_wave(factor, capability=capability, quota=WAVE_QUOTA))
+    result = simulate(cases.overcommit_wave(factor, capability=capability, quota=WAVE_QUOTA))
     refused = int(((result.events.kind == "Rejected") & result.events.job.str.startswith("team-c/")).sum())
     tasks = result.tasks[result.tasks.job.str.startswith("team-c/") & result.tasks.start.notna()]
     points = sorted(set(tasks.start))
