@@ -213,3 +213,25 @@ def test_judge_keeps_engine_notes_out_of_every_verdict():
         warnings.simplefilter("always")
         assert judge("ch03.q1", right, "").passed
     assert [str(w.message) for w in caught] == []
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "oracles" / "volcano-real" / "priority-preempt"
+
+
+def test_recorded_run_shows_the_overcommit_refusal_the_simulator_gives():
+    """The chapter's real-run comparison: on the recorded priority-preempt run high-big starts when the
+    simulator starts it, and the real PodGroup event is the overcommit sentence `explain` gives."""
+    from labkit.conformance.replay import RECORDINGS, load_recording
+
+    recorded = load_recording(RECORDINGS / "priority-preempt")
+    replayed = labkit.simulate(recorded.scenario)
+    real_start = min(p["start"] for p in recorded.real["pods"] if p["job"] == "ml/high-big")
+    assert replayed.jobs.set_index("name").loc["high-big", "start"] == real_start
+    why = labkit.diagnose.explain(replayed, "high-big", at=20)
+    assert why.reason == "ClusterOverused"
+    events = SHARED / "events.tsv"
+    if not events.exists():
+        pytest.skip(f"{events} is not here (the course's recorded events travel with ../shared, not with labkit)")
+    rows = pd.read_csv(events, sep="\t", comment=None)
+    high_big = rows[rows.object.str.startswith("ml/high-big-") & (rows.kind == "PodGroup") & (rows.type == "Normal")]
+    assert list(high_big.message) == [why.message]
