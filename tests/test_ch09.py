@@ -21,10 +21,9 @@ EXPORT = "labkit export k8s clusters/ch09/overcommit-wave.yaml"
 
 
 def _peak(result: labkit.Result, namespace: str) -> float:
-    """The most GPUs `namespace`'s running pods hold at once."""
-    tasks = result.tasks[result.tasks.job.str.startswith(f"{namespace}/") & result.tasks.start.notna()]
-    return max((tasks[(tasks.start <= t) & (tasks.end > t)]["nvidia.com/gpu"].sum() for t in set(tasks.start)),
-               default=0.0)
+    """The most GPUs `namespace`'s pods hold at once."""
+    used = labkit.metrics.usage(result, by="namespace")
+    return float(used[used.namespace == namespace].used.max())
 
 
 def _ids_with_different(key: str) -> tuple[str, str]:

@@ -4,6 +4,7 @@ team C inside its namespace quota without starving it."""
 
 from __future__ import annotations
 
+from ... import metrics
 from ...course import cases
 from ...engine.simulate import simulate
 from ..answers import integer
@@ -28,10 +29,8 @@ def capability_outcome(capability: int, factor: float) -> tuple[int, float]:
     """(team C's pods the ResourceQuota refuses, team C's peak GPUs running) in the wave with quota 16."""
     result = simulate(cases.overcommit_wave(factor, capability=capability, quota=WAVE_QUOTA))
     refused = int(((result.events.kind == "Rejected") & result.events.job.str.startswith("team-c/")).sum())
-    tasks = result.tasks[result.tasks.job.str.startswith("team-c/") & result.tasks.start.notna()]
-    points = sorted(set(tasks.start))
-    peak = max((tasks[(tasks.start <= t) & (tasks.end > t)]["nvidia.com/gpu"].sum() for t in points), default=0.0)
-    return refused, float(peak)
+    used = metrics.usage(result, by="namespace")
+    return refused, float(used[used.namespace == "team-c"].used.max())
 
 
 @register("ch09.q1", points=1)
