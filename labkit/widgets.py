@@ -383,3 +383,23 @@ def queue_order(scenario: Scenario) -> Knob:
                 labels=tuple(QUEUE_ORDER_LABELS[o] for o in options))
 # ch. 11: the pods of a small workload, labelled by job
 CHARTS["job_gantt"] = viz.job_gantt
+# ch. 9: the overcommit plugin's factor as a knob
+
+
+def overcommit_factor(scenario: Scenario, high: float = 3.0, step: float = 0.05) -> Knob:
+    """The overcommit plugin's `overcommit-factor` (enqueue admits while the inqueue minResources fit in
+    total x factor - used); starts at the scenario's value, else Volcano's default 1.2. From 1.0: Volcano
+    replaces a smaller value by the default."""
+    found = [p for tier in conf_of(scenario).tiers for p in tier.plugins if p.name == "overcommit"]
+    if not found:
+        raise LabkitError("overcommit_factor: the scenario's conf has no overcommit plugin")
+    start = float(found[0].arguments.get("overcommit-factor", 1.2))
+
+    def apply(data: dict, value: Any) -> None:
+        for tier in _conf(data)["tiers"]:
+            for p in tier["plugins"]:
+                if p["name"] == "overcommit":
+                    p["arguments"] = {**p.get("arguments", {}), "overcommit-factor": float(value)}
+
+    return Knob("plugin/overcommit/overcommit-factor", "超分系数 overcommit-factor", "float", start, apply,
+                low=1.0, high=max(high, start), step=step)

@@ -464,3 +464,83 @@ def set_bf_window(data: dict[str, Any], minutes: int) -> None:
     params = [p for p in conf.get("SchedulerParameters", "").split(",") if p and not p.startswith("bf_window=")]
     conf["SchedulerParameters"] = ",".join([*params, f"bf_window={int(minutes)}"])
     data["scheduler"] = {"policy": "slurm-backfill", "slurm": conf}
+# ch. 9: one limit written three ways (ResourceQuota, Queue capability, Kueue nominalQuota); overcommit-factor
+
+A100_NODE = {"nvidia.com/gpu": 8, "cpu": 128, "memory": "1024Gi", "pods": 110}
+LIMIT_MECHANISMS = ("resourcequota", "capability", "kueue")
+
+
+def quota_limit(mechanism: str, limit: int = 16, duration: int = 90, jobs: int = 8, gpus: int = 4) -> Scenario:
+    """Team C's burst on 4 x 8 GPUs: `jobs` one-pod evaluation jobs of `gpus` GPUs running `duration` s,
+    submitted a second apart, with team C held to `limit` GPUs by a namespace ResourceQuota
+    (``resourcequota``), its Volcano Queue's capability (``capability``) or its Kueue ClusterQueue's
+    nominalQuota (``kueue``; cpu and memory are covered too, with room to spare, as Kueue requires)."""
+    if mechanism not in LIMIT_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {', '.join(LIMIT_MECHANISMS)}, not {mechanism!r}")
+    data: dict[str, Any] = {
+        "name": f"quota-limit-{mechanism}",
+        "cluster": {"pools": [{"name": "a100", "count": 4, "labels": {"gpu": "a100"}, "resources": A100_NODE}]},
+        "tenants": [{"name": "team-c"}],
+        "queues": [{"name": "team-c"}],
+        "jobs": [{"name": f"c-eval-{i}", "namespace": "team-c", "queue": "team-c", "submit": i, "duration": duration,
+                  "tasks": [{"name": "worker", "resources": {"nvidia.com/gpu": gpus, "cpu": 8, "memory": "64Gi"}}]}
+                 for i in range(jobs)],
+    }
+    if mechanism == "resourcequota":
+        data["tenants"][0]["resourceQuota"] = {"hard": {"requests.nvidia.com/gpu": str(limit)}}
+    elif mechanism == "capability":
+        data["queues"][0]["capability"] = {"nvidia.com/gpu": limit}
+    else:
+        quotas = [{"name": "cpu", "nominalQuota": 512}, {"name": "memory", "nominalQuota": "4096Gi"},
+                  {"name": "nvidia.com/gpu", "nominalQuota": limit}]
+        data["kueue"] = {
+            "resourceFlavors": [{"name": "a100", "nodeLabels": {"gpu": "a100"}}],
+            "clusterQueues": [{"name": "team-c", "resourceGroups": [{
+                "coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [{"name": "a100", "resources": quotas}]}]}],
+            "localQueues": [{"name": "team-c", "namespace": "team-c", "clusterQueue": "team-c"}]}
+        data["scheduler"] = {"policy": "kueue"}
+    return spec.validate(data)
+
+
+def overcommit_conf(factor: float) -> dict[str, Any]:
+    """Volcano's shipped conf (policy volcano-shipped) with the overcommit plugin's `overcommit-factor`."""
+    conf = spec.policy("volcano-shipped").model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for plugin in conf["tiers"][1]["plugins"]:
+        if plugin["name"] == "overcommit":
+            plugin["arguments"] = {"overcommit-factor": float(factor)}
+    return conf
+
+
+def overcommit_wave(factor: float = 1.2, capability: int | None = None, quota: int | None = None,
+                    jobs: int = 6) -> Scenario:
+    """Teams B and C each submit `jobs` one-pod 8-GPU training jobs (10 minutes) at t=0 onto 4 x 8 GPUs,
+    under the shipped conf with `overcommit-factor` `factor`; `capability` caps team C's queue (GPUs),
+    `quota` is team C's namespace ResourceQuota (``requests.nvidia.com/gpu``)."""
+    teams = ("team-b", "team-c")
+    data: dict[str, Any] = {
+        "name": "overcommit-wave",
+        "cluster": {"pools": [{"name": "a100", "count": 4, "resources": A100_NODE}]},
+        "tenants": [{"name": team} for team in teams],
+        "queues": [{"name": team} for team in teams],
+        "jobs": [{"name": f"{team[-1]}-train-{i}", "namespace": team, "queue": team, "submit": 0, "duration": "10m",
+                  "tasks": [{"name": "worker", "resources": {"nvidia.com/gpu": 8, "cpu": 16, "memory": "128Gi"}}]}
+                 for i in range(jobs) for team in teams],
+        "scheduler": {"conf": overcommit_conf(factor)},
+    }
+    if capability is not None:
+        data["queues"][1]["capability"] = {"nvidia.com/gpu": int(capability)}
+    if quota is not None:
+        data["tenants"][1]["resourceQuota"] = {"hard": {"requests.nvidia.com/gpu": str(quota)}}
+    return spec.validate(data)
+
+
+def elastic_under_limit(mechanism: str, limit: int = 16) -> Scenario:
+    """`quota_limit`'s three forms with one 8-GPU job running 10 minutes, then (t=5 s) a job of 4 workers x
+    4 GPUs with minAvailable 2 (5 minutes): its minimum fits beside the first job under the limit, all of it does not."""
+    data = quota_limit(mechanism, limit=limit, duration=600, jobs=1, gpus=8).model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    data["name"] = f"elastic-under-limit-{mechanism}"
+    data["jobs"].append({"name": "c-elastic", "namespace": "team-c", "queue": "team-c", "submit": 5, "duration": 300,
+                         "tasks": [{"name": "worker", "replicas": 4, "minAvailable": 2,
+                                    "resources": {"nvidia.com/gpu": 4, "cpu": 8, "memory": "64Gi"}}]})
+    return spec.validate(data)
