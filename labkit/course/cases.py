@@ -304,6 +304,7 @@ def queue_stream(weights: tuple[int, int, int] = (5, 3, 2), gpus: tuple[int, int
     for i, job in enumerate(data["jobs"]):
         job["submit"] = f"{(i * 7 % 13) * 5}m"
         job["duration"] = f"{60 + (i * 5 % 6) * 30}m"
+    return spec.validate(data)
 # ch. 8: preemption and reclaim, victims, grace period, checkpoints
 
 _CH08_POOL = {"nvidia.com/gpu": 8, "cpu": 64, "memory": "512Gi", "pods": 110}
@@ -376,6 +377,7 @@ def reclaim_case(actions: str = "enqueue, allocate, backfill, reclaim, preempt",
     if a1_priority is not None:
         data["priorityClasses"] = [{"name": "urgent", "value": int(a1_priority)}]
         next(j for j in data["jobs"] if j["name"] == "a1")["priorityClassName"] = "urgent"
+    return spec.validate(data)
 # ch. 6: queue management (one workload under each job order and queueing strategy)
 
 HEAD = "big"
