@@ -85,3 +85,7 @@ def gang_pair(min_available: int | None = None, workers: int = 2) -> Scenario:
             if min_available is not None:
                 job["tasks"][0]["minAvailable"] = int(min_available)
     return _edit(cases.gang_pair(), edit)
+
+
+# ch. 12: team-a's 8-GPU training jobs arriving at 30 min in the cohort (`cases.cohort_borrowing`)
+OPTIONS[12] = {"a_jobs": (2, 1, 3)}

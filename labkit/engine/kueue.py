@@ -1107,6 +1107,18 @@ def _local_queue(local_queues: list, namespace: str, queue: str) -> Any:
     return named[0] if named else (mine[0] if len(mine) == 1 else None)
 
 
+def label_cluster_queues(result: Result) -> Result:
+    """The jobs table's ``queue`` set to each managed job's ClusterQueue (the one its LocalQueue points
+    to), so per-queue metrics of a Kueue run are per ClusterQueue; jobs no LocalQueue takes keep theirs."""
+    scenario = result.scenario
+    cq = {f"{job.namespace}/{job.name}": lq.cluster_queue for job in scenario.jobs
+          if (lq := _local_queue(scenario.kueue.local_queues, job.namespace, job.queue)) is not None}
+    jobs = result.jobs
+    keys = jobs.namespace + "/" + jobs.name
+    jobs["queue"] = [cq.get(key, queue) for key, queue in zip(keys, jobs.queue)]
+    return result
+
+
 def compile_kueue(scenario: Scenario) -> Compiled:
     """The scenario compiled for a Kueue run: the clock's arrays of a Volcano placeholder (its conf
     is unused: Kueue decides, not a session) and the scenario with its own scheduler section."""
@@ -1127,4 +1139,4 @@ def simulate_kueue(scenario: Scenario, compiled: Compiled | None = None, progres
     sim.run(progress)
     result = result_of(compiled, record_of(sim))
     result.info["engine"] = "kueue"
-    return result
+    return label_cluster_queues(result)

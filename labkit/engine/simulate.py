@@ -849,6 +849,10 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
                 if record is not None:
                     result = result_of(compiled, record)
                     result.info["engine"] = "numba"
+                    if spec.scheduler_of(scenario).kueue is not None:
+                        from .kueue import label_cluster_queues
+
+                        result = label_cluster_queues(result)
                     return result
             missing = core.QUOTA_REFUSED
         if engine == "numba":
