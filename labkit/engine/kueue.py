@@ -285,6 +285,12 @@ class ClusterQueue(QuotaNode):
         for fr, v in wl.usage.items():
             self._usage[fr] = self._usage.get(fr, 0.0) - v
 
+    def reserve(self, usage: dict[FR, float], sign: float = 1.0) -> None:
+        """``cq.AddUsage`` of a preempting entry (``scheduler.go: processEntry``): the quota it waits for
+        stays taken for the rest of the session, so no later entry is admitted into it; -1 gives it back."""
+        for fr, v in usage.items():
+            self._usage[fr] = self._usage.get(fr, 0.0) + sign * v
+
     def group_of(self, resource: str) -> ResourceGroup | None:
         return next((g for g in self.resource_groups if resource in g.covered), None)
 
@@ -803,7 +809,8 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
     """One admission cycle (``scheduler.schedule``) over one head per ClusterQueue.
 
     Admitted workloads are added to the tree with ``admitted_at = now``; preemption targets are marked
-    evicted (the caller removes them). Entries come back in processing order: classic, non-borrowing
+    evicted (the caller removes them); a preempting entry's usage is reserved in its ClusterQueue
+    (the caller gives it back with ``reserve(usage, -1)``). Entries come back in processing order: classic, non-borrowing
     first, then priority, then FIFO; with fair sharing, the DRS tournament re-run after each entry.
     """
     waiting = []
@@ -836,6 +843,7 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
             for t in e.targets:
                 t.workload.evicted = True
                 preempting.add(t.workload.uid)
+            cq.reserve(e.assignment.usage)
             e.status = "preempting"
             e.message = f"{e.assignment.message}. Pending the preemption of {len(e.targets)} workload(s)"
     return entries
@@ -1023,11 +1031,13 @@ class KueueSession:
     def _admit(self, local: dict, now: float, decisions: Decisions, tasks_of: list, s: State,
                waiting: bool) -> None:
         """Admission cycles until every head is admitted, parked (BestEffortFIFO) or blocking its CQ;
-        none while an admitted workload waits for its pods under blockAdmission."""
+        none while an admitted workload waits for its pods under blockAdmission. A preempting head
+        keeps its quota reserved until the session's cycles end (Kueue re-nominates it every cycle)."""
         present = [name for name, j in local.items() if s.job_phase[j] != PodGroupPhase.COMPLETED]
         if waiting and self.ready.block_admission:
             return
         blocked: set[str] = set()
+        reserved: list[Entry] = []
         while heads := self._heads(present, now, blocked):
             for e in schedule(self.tree, heads, now, self.fair, self.strategies):
                 wl, cq = e.workload, self.tree.cqs[e.workload.cq]
@@ -1041,11 +1051,14 @@ class KueueSession:
                     for t in e.targets:
                         self._preempt(t, wl, local, tasks_of, s, now, decisions)
                     blocked.add(wl.cq)
+                    reserved.append(e)
                 elif cq.queueing_strategy == STRICT_FIFO:
                     blocked.add(wl.cq)
                 else:
                     self.inadmissible.add(wl.name)
                 self._log(now, "Pending", wl, e.reason, e.message)
+        for e in reserved:
+            self.tree.cqs[e.workload.cq].reserve(e.assignment.usage, -1)
 
     def _preempt(self, target: Target, preemptor: Workload, local: dict, tasks_of: list, s: State, now: float,
                  decisions: Decisions) -> None:
