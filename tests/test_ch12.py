@@ -132,3 +132,27 @@ def test_borrow_within_cohort_needs_reclaim_within_cohort(tmp_path):
     assert run.returncode == 2
     assert "kueue.clusterQueues[2].preemption.borrowWithinCohort.policy" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_the_chapter_panel_reruns_kueue_per_cluster_queue():
+    """The notebook's panel cell: its knobs write the ClusterQueues' fields, the table is per ClusterQueue."""
+    import ast
+    from pathlib import Path
+
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "solutions" / "ch12_borrowing.ipynb", as_version=4)
+    source = next(c.source for c in nb.cells if "panel" in c.metadata.get("tags", []))
+    tree = ast.parse(source)
+    namespace = {"scenario": cases.cohort_borrowing()}
+    exec(compile(ast.Module(tree.body[:-1], []), "panel", "exec"), namespace)
+    panel = eval(compile(ast.Expression(tree.body[-1].value), "panel", "eval"), namespace)
+    assert list(panel.table.index) == [*cases.TEAMS, "cluster"]
+    before = panel.table.copy()
+    panel.values["team-a/lendingLimit"] = 0
+    panel.values["team-b/borrowingLimit"] = 8
+    panel.refresh()
+    team_a = next(q for q in panel.scenario().kueue.cluster_queues if q.name == "team-a")
+    assert float(team_a.resource_groups[0].flavors[0].resources[0].lending_limit) == 0
+    assert panel.runs == 2 and not panel.table.equals(before)
+    assert panel.table.loc["team-b", "evictions"] < before.loc["team-b", "evictions"]

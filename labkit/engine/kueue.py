@@ -809,8 +809,9 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
     """One admission cycle (``scheduler.schedule``) over one head per ClusterQueue.
 
     Admitted workloads are added to the tree with ``admitted_at = now``; preemption targets are marked
-    evicted (the caller removes them); a preempting entry's usage is reserved in its ClusterQueue
-    (the caller gives it back with ``reserve(usage, -1)``). Entries come back in processing order: classic, non-borrowing
+    evicted (the caller removes them). A preempting entry's usage is reserved in its ClusterQueue
+    for the rest of the cycle (``cq.AddUsage``), so later entries cannot take it; the tree is left
+    without these reservations. Entries come back in processing order: classic, non-borrowing
     first, then priority, then FIFO; with fair sharing, the DRS tournament re-run after each entry.
     """
     waiting = []
@@ -821,6 +822,7 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
                                 queue_order_timestamp(e.workload), e.workload.uid))
     entries: list[Entry] = []
     preempting: set[str] = set()
+    reserved: list[Entry] = []
     while waiting:
         e = _fair_next(tree, waiting) if fair else waiting[0]
         waiting.remove(e)
@@ -844,8 +846,11 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
                 t.workload.evicted = True
                 preempting.add(t.workload.uid)
             cq.reserve(e.assignment.usage)
+            reserved.append(e)
             e.status = "preempting"
             e.message = f"{e.assignment.message}. Pending the preemption of {len(e.targets)} workload(s)"
+    for e in reserved:
+        tree.cqs[e.workload.cq].reserve(e.assignment.usage, -1)
     return entries
 
 
@@ -1051,6 +1056,7 @@ class KueueSession:
                     for t in e.targets:
                         self._preempt(t, wl, local, tasks_of, s, now, decisions)
                     blocked.add(wl.cq)
+                    cq.reserve(e.assignment.usage)  # it stays nominated: later cycles of the session see it
                     reserved.append(e)
                 elif cq.queueing_strategy == STRICT_FIFO:
                     blocked.add(wl.cq)
