@@ -4,6 +4,8 @@ preempting anyone, and team-c's preemption fields that let its high-priority eva
 
 from __future__ import annotations
 
+import math
+
 from ...course import cases
 from ...engine.simulate import simulate
 from ..answers import Unusable, integer, names
@@ -68,6 +70,6 @@ def _eval_borrows(answer: dict) -> tuple[bool, str]:
     scenario = cases.cohort_borrowing(c_reclaim=answer["reclaimWithinCohort"], c_borrow=answer["borrowWithinCohort"])
     jobs = simulate(scenario).jobs.set_index("name")
     waited = jobs.start["eval-0"] - jobs.submit["eval-0"]
-    if waited != waited:
+    if math.isnan(waited):
         return False, "eval-0 到模拟结束都没有启动"
     return waited <= 60, f"eval-0 等了 {waited:g} 秒才启动（要求提交后 60 秒内）"
