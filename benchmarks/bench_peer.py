@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import PEER_FACTOR, TRACES, Progress, interrupted, simulate, target_line, warm_up
 
 from labkit import spec
-from labkit.engine.core import forget_compiled
+from labkit.engine.families import forget_compiled
 from labkit.workloads import traces
 
 POLICY = "helios-fifo"

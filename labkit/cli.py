@@ -14,12 +14,11 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .commands import EXIT_FAILED, EXIT_OK, add_source, read_scenario
 from .errors import LabkitError, LabkitWarning, one_line
 
 if TYPE_CHECKING:
     from . import spec
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
@@ -29,32 +28,10 @@ class _Parser(argparse.ArgumentParser):
         raise LabkitError(f"{self.prog}: {message}")
 
 
-def _add_source(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("scenario", nargs="?", help="scenario YAML file, or - for standard input")
-    parser.add_argument("--preset", metavar="NAME", help="a scenario shipped with labkit (see `labkit presets`)")
-
-
-def _scenario(args: argparse.Namespace) -> spec.Scenario:
-    from . import spec
-
-    if (args.scenario is None) == (args.preset is None):
-        raise LabkitError("give a SCENARIO file (or - for stdin) or --preset NAME, not both")
-    if args.preset is not None:
-        return spec.preset(args.preset)
-    if args.scenario == "-":
-        from .spec.io import MAX_FILE_BYTES
-
-        text = sys.stdin.read(MAX_FILE_BYTES + 1)
-        if len(text) > MAX_FILE_BYTES:
-            raise LabkitError(f"<stdin>: scenarios up to {MAX_FILE_BYTES:,} bytes are read")
-        return spec.loads(text, source="<stdin>")
-    return spec.load(args.scenario)
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
     from .engine.simulate import check
 
-    scenario = _scenario(args)
+    scenario = read_scenario(args)
     missing = check(scenario)  # what simulate would refuse, validate refuses
     if missing is not None:
         warnings.warn(f"the numba core does not simulate {missing}: simulate runs this scenario on the "
@@ -80,7 +57,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from . import spec
     from .workloads import expand
 
-    scenario = spec.resolve(_scenario(args))
+    scenario = spec.resolve(read_scenario(args))
     if args.expand:
         scenario = expand(scenario)
     if args.yaml:
@@ -126,7 +103,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from .engine.simulate import simulate
 
-    result = simulate(_scenario(args), policy=args.policy, engine=args.engine, progress=sys.stderr.isatty())
+    result = simulate(read_scenario(args), policy=args.policy, engine=args.engine, progress=sys.stderr.isatty())
     summary = result.summary()
     if args.json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
@@ -145,7 +122,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_cycle(args: argparse.Namespace) -> int:
     from .engine.simulate import cycle
 
-    decided = cycle(_scenario(args), policy=args.policy)
+    decided = cycle(read_scenario(args), policy=args.policy)
     table = decided.table()
     if args.json:
         print(json.dumps({"decisions": table.to_dict("records"), "podgroups": decided.phases()}, indent=2))
@@ -183,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text, description=text)
         p.set_defaults(func=func)
         if name in ("validate", "show", "simulate", "cycle"):
-            _add_source(p)
+            add_source(p)
         if name in ("simulate", "cycle"):
             p.add_argument("--policy", metavar="NAME", help="run under this policy preset instead of the scenario's")
         if name == "simulate":

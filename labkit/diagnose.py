@@ -38,8 +38,9 @@ import pandas as pd
 from . import metrics
 from .engine.framework import REJECT, JobInfo, QueueInfo, Session, TaskInfo
 from .engine.problem import ARG_DEFAULTS, PODS, Action, Arg, Ext, Family, Plugin, PodGroupPhase, TaskStatus
-from .engine.reference import ACTIONS, open_session, podgroup_phase
 from .engine.resources import less_equal
+from .engine.volcano.actions import ACTIONS
+from .engine.volcano.reference import open_session, podgroup_phase
 
 if TYPE_CHECKING:
     from .results import Result

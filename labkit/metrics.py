@@ -6,31 +6,42 @@ run's clock; the observed window is [0, `window_end(result)`]. Resources are in 
 
 The cluster at an instant (`snapshot`) is rebuilt from the tasks and events tables into the
 engine's own `Problem`/`State`, so queue deserved shares and plugin verdicts come from the
-engine's plugins (`labkit.engine.plugins`), never from a second implementation of them.
+engine's plugins (`labkit.engine.volcano.plugins`), never from a second implementation of them.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from .engine.compile import DEFAULT_MAX_PODS, Compiled, compile_scenario
+from .engine.clock import subproblem
+from .engine.compile import Compiled, compile_scenario
 from .engine.framework import Session
-from .engine.plugins import Capacity, Proportion, QueueAttr
 from .engine.problem import PODS, PodGroupPhase, Problem, State, TaskStatus
-from .engine.reference import open_session
-from .engine.simulate import subproblem
-from .spec.quantity import parse_duration, parse_quantity
+from .engine.volcano.plugins import Capacity, Proportion, QueueAttr
+from .engine.volcano.reference import open_session
+from .results import (  # noqa: F401 (the headline figures are labkit.metrics' too)
+    GPU,
+    Result,
+    _group,
+    _queue_of_tasks,
+    _run_ends,
+    allocatable,
+    capacity,
+    gpu_seconds,
+    job_keys,
+    per_queue,
+    queue_of,
+    summary,
+    utilisation,
+    waited,
+    window_end,
+)
+from .spec.quantity import parse_duration
 
-if TYPE_CHECKING:
-    from .results import Result
-    from .spec import Scenario
-
-GPU = "nvidia.com/gpu"
 _UNIT = {"memory": 1.0, "pods": 1.0}
 """Problem units per scenario unit: cpu and extended resources are milli in the Problem."""
 
@@ -56,35 +67,6 @@ def compiled_of(result: Result) -> Compiled:
     return _COMPILED[key][1]
 
 
-def window_end(result: Result) -> float:
-    """T = the horizon if the scenario sets one, else the last job end or pod release."""
-    horizon = result.info.get("horizon", math.inf)
-    if math.isfinite(horizon):
-        return float(horizon)
-    ends = np.concatenate([result.jobs.end.to_numpy(float), result.tasks.end.to_numpy(float)])
-    return float(np.nanmax(ends, initial=0.0))
-
-
-def job_keys(result: Result) -> pd.Series:
-    """The jobs table's `<namespace>/<name>`, the form `tasks.job` and `events.job` use."""
-    return result.jobs.namespace + "/" + result.jobs.name
-
-
-def queue_of(result: Result) -> dict[str, str]:
-    """`<namespace>/<name>` -> queue, for the jobs of the run."""
-    return dict(zip(job_keys(result), result.jobs.queue))
-
-
-def _queue_of_tasks(result: Result) -> pd.Series:
-    return result.tasks.job.map(queue_of(result))
-
-
-def _run_ends(result: Result) -> pd.Series:
-    """Each pod run's release time, clipped to the window (a pod still holding at the end ends at T)."""
-    end = window_end(result)
-    return result.tasks.end.fillna(end).clip(upper=end)
-
-
 def holding(result: Result, at: float) -> pd.DataFrame:
     """Pod runs holding node resources at `at` (start <= at < end), with status Running or Releasing."""
     tasks = result.tasks
@@ -108,101 +90,7 @@ def job_times(result: Result) -> pd.DataFrame:
     return table
 
 
-def waited(result: Result) -> pd.Series:
-    """waited = start - submit, or T - submit for a job not started by T (censored at the horizon).
-
-    A job that never starts has waited at least until the end of the window; leaving it out would
-    make a policy that starves jobs look fast. `started` says which waits are complete.
-    """
-    jobs = result.jobs
-    return jobs.wait.where(jobs.start.notna(), window_end(result) - jobs.submit).rename("waited")
-
-
-def summary(result: Result) -> dict:
-    """Headline numbers: jobs done, mean/p95 waited (unstarted jobs counted to T), mean JCT, T, GPU use, evictions.
-
-    `not_started` is how many jobs had not started by T: their waits are counted until T
-    (censored), so mean and p95 wait are lower bounds whenever it is not 0.
-    """
-    jobs = result.jobs
-    done = jobs[jobs.state == "Completed"]
-    counted = ["Completed", "Running", "Pending", "Inqueue"]
-    others = jobs.state[~jobs.state.isin(counted)].value_counts().sort_index()
-    waits = waited(result)
-    return {
-        "jobs": len(jobs),
-        "completed": len(done),
-        "running": int((jobs.state == "Running").sum()),
-        "waiting": int(jobs.state.isin(["Pending", "Inqueue"]).sum()),
-        # jobs in any other state (Slurm's Timeout, Preempted, Suspended), so that the counts add up
-        **{str(state).lower(): int(n) for state, n in others.items()},
-        "not_started": int(jobs.start.isna().sum()),
-        "mean_wait_s": _round(waits.mean()),
-        "p95_wait_s": _round(waits.quantile(0.95)) if len(waits) else math.nan,
-        "mean_jct_s": _round(done.jct.mean()),
-        "makespan_s": _round(window_end(result)),
-        "gpu_utilisation": round(utilisation(result), 4),
-        "evictions": int(jobs.evictions.sum()),
-        "lost_work_s": _round(jobs.lost_work.sum()),
-        "sessions": int(result.info.get("sessions", 0)),
-    }
-
-
-def per_queue(result: Result) -> pd.DataFrame:
-    """Per queue: jobs, completed, not started by T, mean waited (unstarted counted to T), evictions, GPU-hours held."""
-    jobs = result.jobs.assign(waited=waited(result))
-    table = jobs.groupby("queue").agg(jobs=("name", "size"),
-                                      completed=("state", lambda s: int((s == "Completed").sum())),
-                                      not_started=("start", lambda s: int(s.isna().sum())),
-                                      mean_wait_s=("waited", "mean"), evictions=("evictions", "sum"))
-    table["gpu_hours"] = gpu_seconds(result, by="queue").reindex(table.index, fill_value=0.0) / 3600
-    return table.round(1)
-
-
-def _round(x: float) -> float:
-    return math.nan if math.isnan(x) else round(float(x), 1)
-
-
 # ------------------------------------------------------------------------------------ utilisation
-
-
-def capacity(result: Result, resource: str = GPU) -> float:
-    """C = sum over the run's nodes of their allocatable `resource` (see `allocatable`)."""
-    return allocatable(result.scenario, resource)
-
-
-def allocatable(scenario: Scenario, resource: str = GPU) -> float:
-    """sum over nodes of the node's allocatable `resource` (kubelet's default 110 for pods)."""
-    total = 0.0
-    for pool in scenario.cluster.pools:
-        amount = pool.resources.get(resource, DEFAULT_MAX_PODS if resource == "pods" else 0)
-        total += pool.count * parse_quantity(amount)
-    return total
-
-
-def gpu_seconds(result: Result, resource: str = GPU, by: str | None = None) -> float | pd.Series:
-    """sum over pod runs of request x (min(end, T) - start): resource-seconds held, in total or per `by`."""
-    if resource not in result.tasks:
-        return 0.0 if by is None else pd.Series(dtype=float)
-    held = (_run_ends(result) - result.tasks.start).clip(lower=0) * result.tasks[resource]
-    if by is None:
-        return float(held.sum())
-    return held.groupby(_group(result, by)).sum()
-
-
-def utilisation(result: Result, resource: str = GPU) -> float:
-    """U = resource-seconds held / (C x T)."""
-    denominator = capacity(result, resource) * window_end(result)
-    return gpu_seconds(result, resource) / denominator if denominator else math.nan
-
-
-def _group(result: Result, by: str) -> pd.Series:
-    """The pod runs' group: queue, namespace (tenant), or a tasks column (node, job, role)."""
-    if by == "queue":
-        return _queue_of_tasks(result)
-    if by == "namespace":
-        return result.tasks.job.str.split("/").str[0]
-    return result.tasks[by]
 
 
 def usage(result: Result, resource: str = GPU, by: str | list[str] | None = None,

@@ -15,9 +15,10 @@ from scenarios import engine_scenarios, kube_scenarios, scenarios
 import labkit
 from labkit import spec
 from labkit.course import cases
-from labkit.engine import core
-from labkit.engine.reference import run_session
-from labkit.engine.simulate import result_of, with_policy
+from labkit.engine import core, families
+from labkit.engine.records import result_of
+from labkit.engine.simulate import with_policy
+from labkit.engine.volcano.reference import run_session
 from labkit.errors import LabkitError, SpecError
 from labkit.workloads import multi_tenant
 
@@ -132,7 +133,7 @@ def gang_evicted_twice() -> spec.Scenario:
 
 
 def test_a_gang_evicted_twice_in_one_session_restarts_once():
-    """Regression (simulate.py `_evict`): the first eviction restarts the gang and deletes all its
+    """Regression (clock.py `_evict`): the first eviction restarts the gang and deletes all its
     pods; the second pod is counted as evicted but was deleted twice and the job restarted twice."""
     _, slow = assert_same(gang_evicted_twice())
     events = slow.events
@@ -180,9 +181,9 @@ def test_a_changed_queue_weight_runs_again():
 
 
 def test_small_buffers_grow_and_give_the_same_run():
-    compiled, static, missing = core.prepare(spec.preset("fragmentation"))
+    compiled, static, missing = families.prepare(spec.preset("fragmentation"))
     assert missing is None
-    whole, grown = core.run(compiled, static), core.run(compiled, static, scale=0.01)
+    whole, grown = families.run(compiled, static), families.run(compiled, static, scale=0.01)
     assert grown.events == whole.events and len(whole.events) > 0
     assert np.array_equal(grown.runs, whole.runs, equal_nan=True)
 
@@ -201,14 +202,14 @@ FAMILIES = {
 def test_a_run_cut_into_single_steps_is_the_same_run(family, monkeypatch):
     """The jitted loop returns to Python between calls (progress, Ctrl-C); cut after every step
     (an instant's events or a session), the run is the one of a single call."""
-    compiled, static, missing = core.prepare(FAMILIES[family]())
+    compiled, static, missing = families.prepare(FAMILIES[family]())
     assert missing is None
     scale = 16.0  # buffers that need not grow: a grown run starts again, its progress too
-    whole = core.run(compiled, static, scale)
+    whole = families.run(compiled, static, scale)
     monkeypatch.setattr(core, "FIRST_STEPS", 1)
     monkeypatch.setattr(core, "STEP_SECONDS", 0.0)
     seen = []
-    cut = core.run(compiled, static, scale, progress=lambda done, jobs, now: seen.append((done, jobs, now)))
+    cut = families.run(compiled, static, scale, progress=lambda done, jobs, now: seen.append((done, jobs, now)))
     one, cuts = result_of(compiled, whole), result_of(compiled, cut)
     for table in ("jobs", "tasks", "events"):
         pd.testing.assert_frame_equal(getattr(cuts, table), getattr(one, table))
@@ -250,7 +251,7 @@ def test_discarded_attempts_are_remembered_only_where_they_repeat(policy, rememb
     """helios-fifo has no queue gate, no preempt or reclaim: its blocked head is passed over in the
     sessions arrivals bring (the parity tests above run it); proportion's gate and preempt's use of
     fit errors turn the memo off."""
-    _, static, _ = core.prepare(with_policy(head_of_line(None), policy))
+    _, static, _ = families.prepare(with_policy(head_of_line(None), policy))
     assert static["attempt_memo"] is remembered
 
 

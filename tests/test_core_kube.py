@@ -14,7 +14,7 @@ from scenarios import assert_same, kube_scenarios
 
 import labkit
 from labkit import spec
-from labkit.engine import core
+from labkit.engine import families
 from labkit.engine.simulate import with_policy
 from labkit.errors import LabkitError
 
@@ -113,9 +113,9 @@ def test_case_study_week_under_kube_default_is_identical():
 
 
 def test_small_buffers_grow_and_give_the_same_run():
-    compiled, static, missing = core.prepare(with_policy(labkit.load(EXAMPLES / "slurm-preempt.yaml"), "kube-default"))
+    compiled, static, missing = families.prepare(with_policy(labkit.load(EXAMPLES / "slurm-preempt.yaml"), "kube-default"))
     assert missing is None
-    whole, grown = core.run(compiled, static), core.run(compiled, static, scale=0.01)
+    whole, grown = families.run(compiled, static), families.run(compiled, static, scale=0.01)
     assert grown.events == whole.events and np.array_equal(grown.runs, whole.runs, equal_nan=True)
 
 

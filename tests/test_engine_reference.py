@@ -9,7 +9,7 @@ from labkit.conformance.cases import load_case
 from labkit.conformance.runner import read_cases
 from labkit.engine.framework import ABSTAIN, PERMIT, REJECT, PriorityQueue
 from labkit.engine.problem import CPU, MEMORY, PODS, Ext, Plugin, PodGroupPhase, TaskStatus
-from labkit.engine.reference import open_session, podgroup_phase, run_session
+from labkit.engine.volcano.reference import open_session, podgroup_phase, run_session
 from labkit.errors import SpecError
 
 CASES = {c["id"]: c for c in read_cases(DEFAULT_CASES)}
@@ -337,7 +337,7 @@ def test_hdrf_saturates_when_the_cluster_is_full():
 
 
 def test_feasible_node_cap_follows_volcano_defaults():
-    from labkit.engine.reference import nodes_to_find
+    from labkit.engine.volcano.actions.util import nodes_to_find
     assert nodes_to_find(100) == 100  # minimum-feasible-nodes: small clusters are scanned whole
     assert nodes_to_find(1000) == 1000 * (50 - 1000 // 125) // 100
     assert nodes_to_find(6000) == 6000 * 5 // 100  # the adaptive percentage bottoms out at 5%

@@ -10,7 +10,7 @@ from test_spec import run_cli
 import labkit
 from labkit import spec
 from labkit.conformance import format_report, run_cases
-from labkit.engine import kueue as k
+from labkit.engine.kueue import reference as k
 from labkit.errors import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import labkit
 from labkit import spec
-from labkit.engine import kueue as k
+from labkit.engine.kueue import reference as k
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FLAVORS = ("a100", "h100")

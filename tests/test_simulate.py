@@ -128,11 +128,10 @@ def test_progress_is_told_and_ctrl_c_stops_the_run(engine, monkeypatch):
     """Both engines tell a progress callback (jobs done, jobs, simulated seconds) as they go, and a
     KeyboardInterrupt raised there (where Ctrl-C lands) stops the run."""
     from labkit.course import cases
-    from labkit.engine import core
-    from labkit.engine import simulate as simulate_module
+    from labkit.engine import clock, core
 
     monkeypatch.setattr(core, "FIRST_STEPS", 1)
-    monkeypatch.setattr(simulate_module, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(clock, "PROGRESS_SECONDS", 0.0)
     scenario = cases.case_study(nodes=8, hours=24)
     seen = []
     result = labkit.simulate(scenario, engine=engine, progress=lambda *told: seen.append(told))
@@ -186,9 +185,9 @@ def test_every_core_tells_progress_and_stops_on_ctrl_c(family, monkeypatch):
 
 
 def test_the_reference_kueue_engine_tells_progress_and_stops_on_ctrl_c(monkeypatch):
-    from labkit.engine import simulate as simulate_module
+    from labkit.engine import clock
 
-    monkeypatch.setattr(simulate_module, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(clock, "PROGRESS_SECONDS", 0.0)
     scenario = family_scenarios()["kueue"]
     seen = []
     result = labkit.simulate(scenario, engine="reference", progress=lambda *told: seen.append(told))

@@ -17,7 +17,7 @@ from labkit import spec
 from labkit.engine.compile import compile_scenario
 from labkit.engine.framework import Session
 from labkit.engine.problem import State
-from labkit.engine.slurm import classic_fair_share, decayed_usage, fair_tree, priority_factors
+from labkit.engine.slurm.reference import classic_fair_share, decayed_usage, fair_tree, priority_factors
 from labkit.errors import SpecError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

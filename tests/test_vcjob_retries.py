@@ -12,7 +12,7 @@ import pytest
 import labkit
 from labkit import diagnose, spec
 from labkit.course import cases
-from labkit.engine.simulate import MAX_REQUEUE, REQUEUE_DELAY
+from labkit.engine.clock import MAX_REQUEUE, REQUEUE_DELAY
 
 
 def retries(refused_at: float) -> list[float]:

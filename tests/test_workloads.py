@@ -13,7 +13,7 @@ import pytest
 
 import labkit
 from labkit import spec
-from labkit.engine import core
+from labkit.engine import families
 from labkit.engine.compile import compile_scenario
 from labkit.engine.problem import LazyNames
 from labkit.errors import SpecError
@@ -243,10 +243,10 @@ def test_table_key_changes_with_what_the_compiler_reads(change):
 
 def test_a_cached_compile_comes_back_with_the_callers_scenario():
     scenario = scenario_with_generators()
-    core.forget_compiled()
-    first = core.prepare(scenario)[0]
+    families.forget_compiled()
+    first = families.prepare(scenario)[0]
     again = spec.validate(scenario.model_dump(mode="json", by_alias=True, exclude_unset=True))
-    second = core.prepare(again)[0]
+    second = families.prepare(again)[0]
     assert second.problem is first.problem and second.source is again
 
 

@@ -18,8 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from labkit.conformance.runner import CaseResult, skip_reason
-from labkit.engine import kueue as k
+from labkit.conformance.outcome import CaseResult, skip_reason
+from labkit.engine.kueue import reference as k
 from labkit.errors import SpecError
 
 GI = 2.0**30

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
 
+from labkit.conformance import kueue
 from labkit.conformance.cases import load_case
+from labkit.conformance.outcome import CaseResult, skip_reason
 from labkit.engine.problem import Decisions, PodGroupPhase, Problem
-from labkit.engine.reference import run_session
+from labkit.engine.volcano.reference import run_session
 from labkit.errors import SpecError
 
 DEFAULT_CASES = Path(__file__).with_name("volcano-cases.yaml")
@@ -27,20 +28,6 @@ EXTRA_CASES = Path(__file__).with_name("volcano-extra-cases.yaml")
 """More cases from the same unit tests, transcribed by the engine team."""
 
 KNOWN_EXPECT = {"bound", "bindCount", "evicted", "evictCount", "pipelined", "pgPhase", "order"}
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    """Outcome of one case: ``reason`` is the diff when it failed, why when it was skipped."""
-
-    id: str
-    passed: bool
-    skipped: bool = False
-    reason: str = ""
-
-    def as_dict(self) -> dict:
-        """The JSON form `labkit conformance --json` prints."""
-        return asdict(self)
 
 
 def read_case_file(path: str | Path) -> Mapping:
@@ -57,14 +44,6 @@ def read_case_file(path: str | Path) -> Mapping:
 def read_cases(path: str | Path = DEFAULT_CASES) -> list[Mapping]:
     """The ``cases`` list of a case file."""
     return read_case_file(path)["cases"]
-
-
-def skip_reason(case: Mapping) -> str | None:
-    """Cases whose id says UNVERIFIED record design intent, not tested behaviour."""
-    if "UNVERIFIED" in str(case.get("id", "")):
-        note = " ".join(str(case.get("notes", "")).split())
-        return note.split(". ")[0] if note else "marked UNVERIFIED in the case file"
-    return None
 
 
 def run_case(case: Mapping, where: str) -> CaseResult:
@@ -128,8 +107,6 @@ def _short(name: str, expected: list) -> str:
 
 def run_cases(path: str | Path = DEFAULT_CASES) -> list[CaseResult]:
     """Run every case of a case file with the reference engine (Kueue's format goes to its runner)."""
-    from labkit.conformance import kueue
-
     data = read_case_file(path)
     if kueue.is_kueue_file(data):
         return kueue.run_cases(data)

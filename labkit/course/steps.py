@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 
 from ..engine.problem import GPU, Action
-from ..engine.reference import ACTIONS, allocate_predicate, close_session, open_session
 from ..engine.simulate import cycle
+from ..engine.volcano.actions import ACTIONS
+from ..engine.volcano.actions.util import allocate_predicate
+from ..engine.volcano.reference import close_session, open_session
 from ..spec import Scenario
 
 COLUMNS = ["task", "node", "free_gpus", "filter", "score", "bound"]

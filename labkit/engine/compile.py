@@ -18,9 +18,9 @@ What is applied, as on a real cluster:
 
 Under a Slurm policy a pod's cpu becomes what select/cons_tres allocates (whole CPUs, at least one
 per node) and the Problem carries the partitions, QOS, associations and time limits
-(`labkit.engine.slurm.slurm_tables`). On Kubernetes (Volcano, kube-scheduler, Kueue) the tenants'
+(`labkit.engine.slurm.reference.slurm_tables`). On Kubernetes (Volcano, kube-scheduler, Kueue) the tenants'
 ResourceQuotas become the admission the clock applies when it creates pods
-(`labkit.engine.kube.resource_quotas`); Slurm has no namespaces.
+(`labkit.engine.kube.reference.resource_quotas`); Slurm has no namespaces.
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ import pandas as pd
 
 from ..errors import SpecError
 from ..spec import Scenario, conf_of, scheduler_of
+from ..spec.base import DEFAULT_MAX_PODS
 from ..spec.model import Task, Tenant
 from ..spec.quantity import parse_duration
 from ..workloads import JobTable, expand, job_table
-from .kube import ResourceQuotas, filter_failure, kube_policy, resource_quotas
+from .kube.reference import ResourceQuotas, filter_failure, kube_policy, resource_quotas
 from .problem import (
     ACTION_NAMES,
     BASE_RESOURCES,
@@ -50,10 +51,7 @@ from .problem import (
     policy_from_conf,
     resource_vector,
 )
-from .slurm import slurm_policy, slurm_request, slurm_tables
-
-DEFAULT_MAX_PODS = 110
-"""kubelet's default `maxPods`, used when a node pool does not list `pods`."""
+from .slurm.reference import slurm_policy, slurm_request, slurm_tables
 
 CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
 

@@ -1,9 +1,9 @@
-"""The numba core: the whole simulated run (the clock of ``simulate.py`` and the session of the
+"""The numba core: the whole simulated run (the clock of ``clock.py`` and the session of the
 reference engine, same semantics and tie-breaks) jitted over plain arrays.
 
 This module is the driver. It turns a :class:`~labkit.engine.compile.Compiled` scenario into
 the arrays the jitted code needs (:func:`core_fields`), runs :func:`core_clock.run` and turns
-the coded record back into a :class:`~labkit.engine.simulate.RunRecord` with the reference
+the coded record back into a :class:`~labkit.engine.records.RunRecord` with the reference
 engine's event texts. The jitted parts are
 
 * ``core_state``: the state struct and the codes its arrays hold;
@@ -12,8 +12,9 @@ engine's event texts. The jitted parts are
 * ``core_actions``: session open/close, enqueue, allocate, backfill, preempt, reclaim;
 * ``core_clock``: arrivals, sessions on the schedule-period grid, evictions, completions.
 
-The Slurm policies (``core_slurm``) and Kueue (``core_kueue``) have their own entry points over
-the same state struct with their own arrays added; :func:`run` dispatches.
+The kube-scheduler, Slurm and Kueue policies (``kube/core.py``, ``slurm/core.py``,
+``kueue/core.py``) have their own entry points over the same state struct with their own arrays
+added; ``families.run`` picks the family's.
 
 What the core does not simulate (hierarchical drf, capacity with a queue hierarchy, a plugin
 listed twice, a job status snapshot under Kueue) is reported by :func:`unsupported`; ``labkit.simulate`` then runs the reference
@@ -28,18 +29,15 @@ from __future__ import annotations
 
 import gc
 import time
-from collections import OrderedDict, namedtuple
+from collections import namedtuple
 from contextlib import contextmanager
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from ..errors import LabkitError
 from ..progress import Progress
-from ..spec import Scenario, scheduler_of
-from ..workloads import job_table, table_key
-from .compile import Compiled, compile_scenario, first_positions
+from .compile import Compiled, first_positions
 from .core_state import (
     EVENT_KINDS,
     FREED_LOG,
@@ -95,12 +93,11 @@ from .problem import (
     Action,
     Arg,
     Ext,
-    Family,
     Plugin,
     PodGroupPhase,
     Problem,
 )
-from .simulate import CodedEvents, RunRecord
+from .records import CodedEvents, RunRecord
 
 P = Plugin
 REGISTERED = {
@@ -142,7 +139,7 @@ STATIC = (
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
-    # the clock (simulate.Simulation): per job, per task, the node and job books
+    # the clock (clock.Simulation): per job, per task, the node and job books
     "present": ("J", False, B), "done": ("J", False, B), "phase": ("J", PH_PENDING, I8),
     "created": ("J", False, B), "status": ("T", PENDING, I8), "node": ("T", -1, I),
     "open_run": ("T", -1, I), "pip_on": ("T", -1, I), "pip_action": ("T", -1, I),
@@ -217,26 +214,9 @@ CoreFields = namedtuple("CoreFields", STATIC + tuple(MUTABLE))
 
 
 def unsupported(compiled: Compiled) -> str | None:
-    """What in this compiled scenario the numba core does not simulate, or None."""
+    """What in this compiled Volcano scenario the numba core does not simulate, or None."""
     problem = compiled.problem
     policy = problem.policy
-    if compiled.source.scheduler.kueue is not None:
-        from .core_kueue import unsupported as kueue_unsupported
-
-        if compiled.quotas is not None:
-            return "ResourceQuota admission under Kueue"
-
-        return kueue_unsupported(compiled)
-    if policy.family == Family.SLURM:
-        from .core_slurm import unsupported as slurm_unsupported
-
-        return slurm_unsupported(compiled)
-    if policy.family == Family.KUBE:
-        from .core_kube import unsupported as kube_unsupported
-
-        return kube_unsupported(compiled)
-    if policy.family != Family.VOLCANO:
-        return f"{Family(policy.family).name.lower()} policies"
     if policy.action_period is not None or policy.pods_at_submit:
         return "action periods or pods at submit"
     if np.isfinite(problem.job_time_limit).any():
@@ -399,7 +379,7 @@ def _attempts_repeat(p: Problem, arrays: dict) -> bool:
     capacity's allocatable), no time in the votes (sla), every scan sees every node from any start
     (at most 100 nodes, so the rotating start comes back where it was), and no preempt or reclaim
     to read the attempt's fit errors."""
-    from .core_actions import MIN_NODES_TO_FIND
+    from .volcano.core_actions import MIN_NODES_TO_FIND
 
     actions = set(arrays["actions"].tolist())
     return (p.n_nodes <= MIN_NODES_TO_FIND and arrays["hook_len"][H_ALLOCATABLE] == 0
@@ -491,14 +471,6 @@ def static_arrays(c: Compiled) -> dict:
     arrays.update(_plugin_arrays(p))
     arrays.update(_quota_arrays(c))
     arrays.update(_waiting_arrays(p, arrays))
-    if p.policy.family == Family.SLURM:
-        from .core_slurm import slurm_arrays
-
-        arrays.update(slurm_arrays(c))
-    if p.policy.family == Family.KUBE:
-        from .core_kube import kube_arrays
-
-        arrays.update(kube_arrays(c))
     return arrays
 
 
@@ -571,53 +543,6 @@ def mutable_arrays(st: dict, scale: float) -> dict:
 # ---------------------------------------------------------------------------------------- run
 
 
-_CACHE: OrderedDict[str, tuple[Compiled, dict, str | None]] = OrderedDict()
-_CACHE_SIZE = 4
-
-
-def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
-    """The compiled scenario, its static core arrays and what the core cannot simulate (None if
-    it can), cached by the scenario's content. Expanding and compiling take longer than a run of
-    the core. A Volcano or Kubernetes scenario is keyed by its job table (`table_key`), which the
-    compiler then reads, so its thousands of job models are walked once; Kueue and Slurm read
-    more of each job and are keyed by the scenario's JSON. A table-keyed entry comes back with
-    this scenario as its source (the key leaves out what the compiler does not read, such as a
-    job's `duration` beside its `work`)."""
-    sched = scheduler_of(scenario)
-    kueue = sched.kueue is not None
-    table = None
-    if kueue or sched.section == "slurm":
-        key = scenario.model_dump_json(exclude_defaults=True)  # equal content, equal key; a third shorter
-    else:
-        table = job_table(scenario)
-        key = table_key(scenario, table)
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        compiled, static, missing = _CACHE[key]
-        return (replace(compiled, source=scenario) if table is not None else compiled), static, missing
-    if kueue:
-        from .core_kueue import kueue_arrays
-        from .kueue import compile_kueue
-
-        compiled = compile_kueue(scenario)
-    else:
-        compiled = compile_scenario(scenario, table)
-    missing = unsupported(compiled)
-    static = {}
-    if missing is None:
-        static = static_arrays(compiled) | (kueue_arrays(compiled) if kueue else {})
-    entry = _CACHE[key] = (compiled, static, missing)
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return entry
-
-
-def forget_compiled() -> None:
-    """Empty :func:`prepare`'s cache, so that the next run of any scenario compiles it again
-    (benchmarks time runs of scenarios not seen before)."""
-    _CACHE.clear()
-
-
 @contextmanager
 def paused_gc():
     """Python's cycle collector off while a run's records become tables: they are acyclic,
@@ -632,26 +557,14 @@ def paused_gc():
 
 
 def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress | None = None) -> RunRecord | None:
-    """Run the compiled scenario on the numba core (buffers sized by ``scale``, grown on need);
-    None if a ResourceQuota refused a pod under a Volcano policy (:data:`QUOTA_REFUSED`).
+    """Run the compiled Volcano scenario on the numba core (buffers sized by ``scale``, grown on
+    need); None if a ResourceQuota refused a pod (:data:`QUOTA_REFUSED`).
 
     Every family's jitted loop returns to Python every few tenths of a second of work
     (:data:`STEP_SECONDS`, :func:`in_slices`): there ``progress(jobs done, jobs, simulated time)``
     is called and Ctrl-C (KeyboardInterrupt) is raised, which jitted code cannot see."""
     from .core_clock import run as run_core
 
-    if compiled.source.scheduler.kueue is not None:
-        from .core_kueue import run as run_kueue
-
-        return run_kueue(compiled, static, scale, progress)
-    if compiled.problem.policy.family == Family.SLURM:
-        from .core_slurm import run as run_slurm
-
-        return run_slurm(compiled, static, scale, progress)
-    if compiled.problem.policy.family == Family.KUBE:
-        from .core_kube import run as run_kube
-
-        return run_kube(compiled, static, scale, progress)
     mutable, _ = run_grown(in_slices(run_core, progress), CoreFields, static, scale)
     return None if mutable["refused"][0] else _record(compiled, mutable)
 

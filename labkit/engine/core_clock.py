@@ -1,4 +1,4 @@
-"""The simulated clock of ``simulate.py`` in the numba core: arrivals, sessions on the
+"""The simulated clock of ``clock.py`` in the numba core: arrivals, sessions on the
 schedule-period grid (skipped when nothing changed), binds, evictions with grace periods,
 restarts, completions.
 
@@ -26,7 +26,6 @@ from .core_account import (
     set_status,
     touch,
 )
-from .core_actions import run_session, sort_prefix
 from .core_state import (
     ALLOCATE,
     ARRIVAL,
@@ -84,6 +83,7 @@ from .core_state import (
     state_free,
     state_new,
 )
+from .volcano.core_actions import run_session, sort_prefix
 
 # -------------------------------------------------------------------------------- records
 
@@ -173,6 +173,15 @@ def pop_event(s):
         event_swap(s, i, child)
         i = child
     return last
+
+
+@jit
+def wake_queued(s, time):
+    """A wake-up at ``time`` is already on the heap (clock.Simulation.wakes)."""
+    for h in range(s.ints[I_HEAP]):
+        if s.h_key[h, 0] == WAKE and s.h_time[h] == time:
+            return True
+    return False
 
 
 @jit
@@ -501,7 +510,7 @@ def submit(s, now, j):
 @jit
 def quiet(s):
     """No job is left to arrive, only wake-ups are left on the heap, no job's work runs and no pod
-    terminates: a later session would repeat the last one (simulate.Simulation._settled)."""
+    terminates: a later session would repeat the last one (clock.Simulation._settled)."""
     if s.ints[I_ARRIVED] < s.arrivals.size:
         return False
     for h in range(s.ints[I_HEAP]):

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..cli import EXIT_FAILED, EXIT_OK, _add_source, _scenario
+from ..commands import EXIT_FAILED, EXIT_OK, add_source, read_scenario
 from ..slurm.conf import export as export_slurm
 from ..spec import Scenario
 
@@ -39,7 +39,7 @@ def source_words(args: argparse.Namespace) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    scenario = _scenario(args)
+    scenario = read_scenario(args)
     command = f"labkit export {args.target} {source_words(args)}"
     if args.time_scale != 1:
         command += f" --time-scale {args.time_scale:g}"
@@ -53,7 +53,7 @@ def cmd_cluster_up(args: argparse.Namespace) -> int:
 
     if args.scenario is None and args.preset is None:
         args.preset = "case-study"
-    up(args.name, _scenario(args))
+    up(args.name, read_scenario(args))
     return EXIT_OK
 
 
@@ -69,7 +69,7 @@ def _api(args: argparse.Namespace):
 def cmd_cluster_apply(args: argparse.Namespace) -> int:
     from .cluster import apply, preflight
 
-    scenario = _scenario(args)
+    scenario = read_scenario(args)
     api = _api(args)
     preflight(api, scenario, "apply")
     created = apply(api, scenario, args.time_scale)
@@ -81,7 +81,7 @@ def cmd_cluster_observe(args: argparse.Namespace) -> int:
     from .cluster import observe, preflight
     from .observe import result_json
 
-    scenario = _scenario(args)
+    scenario = read_scenario(args)
     api = _api(args)
     preflight(api, scenario, "observe")
     result = observe(api, scenario, args.timeout)
@@ -116,7 +116,7 @@ def register(sub) -> None:
     export = sub.add_parser("export", help=text, description=text)
     export.add_argument("target", choices=sorted(EXPORT_TARGETS),
                         help="; ".join(f"{name}: {help_}" for name, (help_, _) in sorted(EXPORT_TARGETS.items())))
-    _add_source(export)
+    add_source(export)
     export.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write (created if needed)")
     export.add_argument("--force", action="store_true", help="replace files in DIR that labkit did not write")
     _add_time_scale(export)
@@ -127,14 +127,14 @@ def register(sub) -> None:
     actions = cluster.add_subparsers(dest="action", required=True, parser_class=type(cluster))
     up = actions.add_parser("up", help="create the kind cluster, install Volcano and KWOK, create the fake nodes "
                                        "(of the scenario, default --preset case-study)")
-    _add_source(up)
+    add_source(up)
     up.set_defaults(func=cmd_cluster_up)
     apply = actions.add_parser("apply", help="create the lab's objects; vcjobs at their (scaled) submit times")
-    _add_source(apply)
+    add_source(apply)
     _add_time_scale(apply)
     apply.set_defaults(func=cmd_cluster_apply)
     observe = actions.add_parser("observe", help="watch the lab's run until every job finished; print its Result")
-    _add_source(observe)
+    add_source(observe)
     observe.add_argument("--timeout", type=float, default=3600, metavar="SECONDS", help="stop watching after this long")
     observe.add_argument("--json", action="store_true", help="the jobs table and summary as JSON")
     observe.set_defaults(func=cmd_cluster_observe)

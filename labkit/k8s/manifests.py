@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from ..engine.compile import DEFAULT_MAX_PODS
 from ..errors import SpecError
 from ..spec import Scenario, conf_of
+from ..spec.base import DEFAULT_MAX_PODS
 from ..spec.model import Job, NodePool, PriorityClass, Queue, SchedulerConf, Task, Toleration
 from ..spec.quantity import parse_duration
 from ..workloads import expand

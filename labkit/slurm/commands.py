@@ -7,7 +7,7 @@ import json
 import sys
 
 from .. import compare
-from ..cli import EXIT_FAILED, EXIT_OK, _add_source, _scenario
+from ..commands import EXIT_FAILED, EXIT_OK, add_source, read_scenario
 from ..errors import LabkitError
 from ..spec import Scenario, validate
 from .cluster import DEFAULT_STATE_DIR, Cluster, down, up
@@ -28,7 +28,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     elif args.nodes is not None:
         raise LabkitError("give --nodes or a scenario (its node pools are the nodes), not both")
     else:
-        scenario = _scenario(args)
+        scenario = read_scenario(args)
     scenario, conf = slurm_scenario(scenario, args.policy)
     print(up(scenario, conf, Cluster(args.state_dir), args.time_scale, args.port))
     return EXIT_OK
@@ -37,7 +37,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from .observe import run
 
-    scenario, conf = slurm_scenario(_scenario(args), args.policy)
+    scenario, conf = slurm_scenario(read_scenario(args), args.policy)
     result = run(scenario, conf, Cluster(args.state_dir), args.time_scale, args.timeout,
                  progress=lambda line: print(line, file=sys.stderr, flush=True))
     unfinished = int((~result.jobs.state.isin(["Completed", "Rejected"])).sum())
@@ -64,13 +64,13 @@ def register(sub) -> None:
     actions = slurm.add_subparsers(dest="action", required=True, parser_class=type(slurm))
     p_up = actions.add_parser("up", help="start the local Slurm with the scenario's nodes and slurm.conf "
                                          "(default: --nodes 4 x 8 GPUs, slurm-backfill); wait until the nodes are idle")
-    _add_source(p_up)
+    add_source(p_up)
     p_up.add_argument("--nodes", type=int, metavar="N", help="N nodes of 8 CPUs and 8 GPUs (without a scenario)")
     p_up.add_argument("--port", type=int, metavar="P", help="slurmctld port; the slurmd ports follow it "
                                                             "(default: the first free block from 6817)")
     p_run = actions.add_parser("run", help="submit the scenario's jobs at their scaled times, follow them "
                                            "until done and print the Result of the real run")
-    _add_source(p_run)
+    add_source(p_run)
     p_run.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
                        help="stop (and scancel what is left) after this many real seconds")
     p_run.add_argument("--json", action="store_true", help="the run as JSON, for labkit compare")

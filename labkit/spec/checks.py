@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from ..errors import SpecError
+from . import kueue
 from .model import MAX_JOBS, MAX_NODES, MAX_PODS, Job, NodePool, Scenario, Task, Tenant, Toleration, Workload
 from .quantity import parse_duration, parse_quantity
 
@@ -70,9 +71,8 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
             check_limit_range(f"workloads[{i}].resources", largest_pod(load), tenant)
     _unique("workloads", [w.name for w in scenario.workloads], "workload")
     _check_slurm(scenario)
-    from . import kueue  # here, not at the top: model.py imports kueue, which builds on model
-
-    kueue.check(scenario)
+    kueue.check(scenario.kueue, scenario.scheduler.kueue, {t.ns for t in scenario.tenants} | {"default"},
+                scenario.cluster.pools)
     sched = scenario.scheduler
     if sched.section is None:
         known = sorted(policies)

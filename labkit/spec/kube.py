@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from .model import Model
+from .base import Model
 
 MAX_NODE_SCORE = 100
 """framework.MaxNodeScore."""

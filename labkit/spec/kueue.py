@@ -8,16 +8,13 @@ through the LocalQueue of its namespace (the one named by the job's ``queue``, e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from ..errors import SpecError
-from .model import Duration, Model, ObjectName, Quantity, Taint
+from .base import Duration, Model, ObjectName, Quantity, Taint
 from .quantity import parse_quantity
-
-if TYPE_CHECKING:
-    from .model import Scenario
 
 PreemptionPolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
 
@@ -144,11 +141,12 @@ def check_configuration(conf: KueueConfiguration, where: str) -> None:
                         "[LessThanInitialShare] or both in that order")
 
 
-def check(scenario: Scenario) -> None:
-    """Raise SpecError for the first Kueue rule the scenario breaks."""
-    if scenario.scheduler.kueue is not None:
-        check_configuration(scenario.scheduler.kueue, "scheduler.kueue")
-    k = scenario.kueue
+def check(k: Kueue | None, configuration: KueueConfiguration | None, namespaces: set[str], pools: list) -> None:
+    """Raise SpecError for the first Kueue rule a scenario's `kueue` objects, its
+    `scheduler.kueue` configuration, its LocalQueues' `namespaces` or its node `pools` (the
+    scenario's `cluster.pools`) break."""
+    if configuration is not None:
+        check_configuration(configuration, "scheduler.kueue")
     if k is None:
         return
     _unique("kueue.resourceFlavors", [f.name for f in k.resource_flavors], "ResourceFlavor")
@@ -171,8 +169,7 @@ def check(scenario: Scenario) -> None:
         if f.name not in used:
             raise SpecError(f"kueue.resourceFlavors[{i}]", f"ResourceFlavor {f.name!r} is in no resourceGroup")
     _check_cycles(k.cohorts)
-    _check_flavor_nodes(scenario)
-    namespaces = {t.ns for t in scenario.tenants} | {"default"}
+    _check_flavor_nodes(k, pools)
     cqs = {q.name for q in k.cluster_queues}
     for i, lq in enumerate(k.local_queues):
         if lq.cluster_queue not in cqs:
@@ -219,13 +216,12 @@ def _check_groups(path: str, groups: list[ResourceGroup], flavors: set[str], has
     return seen_flavors
 
 
-def _check_flavor_nodes(scenario: Scenario) -> None:
+def _check_flavor_nodes(k: Kueue, node_pools: list) -> None:
     """A flavor's quota of a resource its nodes do not have admits workloads whose pods can never
     run (Kueue accepts such a ClusterQueue; its workloads then wait forever, and a run without a
     horizon never ends): refused, as a pod that fits no node pool is."""
-    k = scenario.kueue
-    pools = {f.name: [p for p in scenario.cluster.pools if all(p.labels.get(key) == value
-                                                               for key, value in f.node_labels.items())]
+    pools = {f.name: [p for p in node_pools if all(p.labels.get(key) == value
+                                                   for key, value in f.node_labels.items())]
              for f in k.resource_flavors}
     for i, f in enumerate(k.resource_flavors):
         if not pools[f.name]:

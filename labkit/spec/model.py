@@ -28,46 +28,26 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel, to_pascal
+from pydantic.alias_generators import to_pascal
 
 from ..errors import SpecError
+from .base import (
+    Duration,
+    Model,
+    Namespace,
+    ObjectName,
+    PodResources,
+    PositiveDuration,
+    Quantity,
+    ResourceList,
+    Taint,
+    non_negative_duration,
+    positive_duration,
+)
+from .kube import KubeSchedulerConfiguration
+from .kueue import Kueue, KueueConfiguration
 from .quantity import MAX_SECONDS, parse_duration, parse_quantity
 from .yamltext import parse_yaml
-
-_RESOURCE_NAME = re.compile(r"^(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-
-
-def _non_negative_quantity(value: str | float) -> str | int | float:
-    if parse_quantity(value) < 0:
-        raise ValueError("must be >= 0")
-    return value
-
-
-def _non_negative_duration(value: str | float) -> str | int | float:
-    if parse_duration(value) < 0:
-        raise ValueError("must be >= 0")
-    return value
-
-
-def _positive_duration(value: str | float) -> str | int | float:
-    if parse_duration(value) <= 0:
-        raise ValueError("must be > 0")
-    return value
-
-
-def _object_name(value: str) -> str:
-    if len(value) > 253 or not _OBJECT_NAME.match(value):
-        raise ValueError(f"{value!r} is not a Kubernetes object name (lower case letters, digits, '-', '.')")
-    return value
-
-
-def _dns_label(value: str) -> str:
-    if len(value) > 63 or not _DNS_LABEL.match(value):
-        raise ValueError(f"{value!r} is not a DNS label (lower case letters, digits, '-', at most 63)")
-    return value
-
 
 MAX_NODES = 100_000
 """Most nodes a scenario may have (Kubernetes tests clusters of 5,000; Slurm runs tens of thousands)."""
@@ -81,51 +61,7 @@ MAX_UINT32 = 2**32 - 1
 MIN_SCHEDULE_PERIOD = 0.01
 """Shortest schedulePeriod (10 ms): a session every nanosecond would never finish a day's run."""
 
-
-def _whole_extended(value: dict[str, Any]) -> dict[str, Any]:
-    """Extended resources (a `/` in the name, e.g. nvidia.com/gpu) are whole numbers: Kubernetes'
-    ValidateResourceRequirements refuses `nvidia.com/gpu: 0.5` ("must be an integer")."""
-    for name, amount in value.items():
-        if "/" in name and not name.startswith("kubernetes.io/") and not parse_quantity(amount).is_integer():
-            raise ValueError(f"{name}: {amount!r} must be a whole number (an extended resource is not divisible)")
-    return value
-
-
-Quantity = Annotated[str | int | float, AfterValidator(_non_negative_quantity)]
-Duration = Annotated[str | int | float, AfterValidator(_non_negative_duration)]
-PositiveDuration = Annotated[str | int | float, AfterValidator(_positive_duration)]
-ObjectName = Annotated[str, AfterValidator(_object_name)]
-Namespace = Annotated[str, AfterValidator(_dns_label)]
-
-
-def _resource_names(value: dict[str, Any]) -> dict[str, Any]:
-    for name in value:
-        if not _RESOURCE_NAME.match(name):
-            raise ValueError(f"{name!r} is not a resource name (e.g. cpu, memory, nvidia.com/gpu)")
-    return value
-
-
-ResourceList = Annotated[dict[str, Quantity], AfterValidator(_resource_names)]
-PodResources = Annotated[ResourceList, AfterValidator(_whole_extended)]
-"""A node's capacity or a pod's requests: extended resources in whole units."""
-
-
-class Model(BaseModel):
-    """Base: unknown fields are errors, objects are immutable, YAML keys are camelCase."""
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_camel, validate_default=False,
-        strict=True, allow_inf_nan=False,
-    )
-
-
 # ---------------------------------------------------------------------------------------- cluster
-
-
-class Taint(Model):
-    key: str
-    value: str = ""
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
 class Toleration(Model):
@@ -428,7 +364,7 @@ def _random(value: Any) -> Any:
             where = ".".join(str(part) for part in first["loc"])
             raise ValueError(f"{where}: {first['msg']}" if where else first["msg"]) from None
     parse_duration(value)
-    return _non_negative_duration(value)
+    return non_negative_duration(value)
 
 
 Random = Annotated[Any, PlainValidator(_random)]
@@ -798,7 +734,7 @@ class PluginOption(PluginSwitches):  # type: ignore[misc, valid-type]
         for key, given in value.items():
             low = _NUMERIC_ARGUMENTS.get(key, 0.0 if key.startswith("binpack.resources.") else None)
             if key == "sla-waiting-time":
-                _positive_duration(given)
+                positive_duration(given)
             elif low is not None:
                 try:
                     number = parse_quantity(given)  # strict: no bool, nan, inf or full-width digits
@@ -871,10 +807,6 @@ def _conf_text(value: Any) -> Any:
         except SpecError as err:
             raise ValueError(err.message) from None
     return value
-
-
-from .kube import KubeSchedulerConfiguration  # kube-scheduler's configuration builds on the Model above
-from .kueue import Kueue, KueueConfiguration  # Kueue's objects build on the Model above
 
 
 class Scheduler(Model):

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError
-from ..spec.model import Scenario, SlurmConf
-from ..spec.quantity import parse_duration, parse_quantity
-from .framework import JobInfo, Session, TaskInfo
-from .problem import (
+from ...errors import SpecError
+from ...spec.model import Scenario, SlurmConf
+from ...spec.quantity import parse_duration, parse_quantity
+from ..framework import JobInfo, Session, TaskInfo
+from ..problem import (
     CPU,
     MEMORY,
     PODS,

@@ -1,4 +1,4 @@
-"""Slurm's slurmctld (``slurm.py``) in the numba core, with the clock of ``simulate.py`` as the
+"""Slurm's slurmctld (``reference.py``) in the numba core, with the clock of ``clock.py`` as the
 Slurm policies drive it: each action on its own cadence (the main scheduler on events and every
 sched_interval, backfill every bf_interval), pods from submit, time limits that kill jobs,
 requeued jobs held until their BeginTime, suspended jobs, wake-ups, and the notes (sprio
@@ -24,10 +24,9 @@ from types import SimpleNamespace
 import numpy as np
 from numba import njit
 
-from .core import CoreFields, fresh, in_slices, record, run_grown
-from .core_account import set_created, set_job_phase
-from .core_actions import sort_prefix
-from .core_clock import (
+from ..core import CoreFields, fresh, in_slices, record, run_grown
+from ..core_account import set_created, set_job_phase
+from ..core_clock import (
     always_room,
     bind,
     clock_event,
@@ -44,8 +43,9 @@ from .core_clock import (
     stop_work,
     submit,
     terminate,
+    wake_queued,
 )
-from .core_state import (
+from ..core_state import (
     BINDING,
     BOUND,
     CPU,
@@ -55,7 +55,6 @@ from .core_state import (
     EV_STARTED,
     EVENT_KINDS,
     FINISH,
-    I_HEAP,
     I_LIVE,
     I_OVERFLOW,
     I_RUNS,
@@ -73,9 +72,10 @@ from .core_state import (
     state_free,
     state_new,
 )
-from .problem import PreemptMode, SlurmAction
-from .simulate import RunRecord
-from .slurm import (
+from ..problem import PreemptMode, SlurmAction
+from ..records import RunRecord
+from ..volcano.core_actions import sort_prefix
+from .reference import (
     GRP_REASON,
     SLURM_TRES,
     USER_REASON,
@@ -89,7 +89,7 @@ from .slurm import (
 # -------------------------------------------------------------------------------- codes
 
 TIMEOUT = 4
-"""The clock event after core_state's ARRIVAL, RELEASED, FINISH, WAKE (simulate.py's order)."""
+"""The clock event after core_state's ARRIVAL, RELEASED, FINISH, WAKE (clock.py's order)."""
 SCHED = int(SlurmAction.SCHED)
 OFF, CANCEL, REQUEUE, SUSPEND = (int(m) for m in (PreemptMode.OFF, PreemptMode.CANCEL, PreemptMode.REQUEUE,
                                                   PreemptMode.SUSPEND))
@@ -125,7 +125,7 @@ SLURM_STATIC = (
 )
 B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
 SLURM_MUTABLE = {
-    # the clock's Slurm books (simulate.Simulation: eligible, suspended, limit_used, final_state, priority)
+    # the clock's Slurm books (clock.Simulation: eligible, suspended, limit_used, final_state, priority)
     "eligible": ("J", -np.inf, F), "suspended": ("J", False, B), "limit_used": ("J", 0, F),
     "final": ("J", 0, I8), "prio": ("J", 0, I), "stopped": ("J", -1, I),
     # the last note of each kind per job, and the values of the logged ones
@@ -1024,18 +1024,9 @@ def preempt_job(s, now, j, by, how):
 
 
 @jit
-def wake_queued(s, time):
-    """A wake-up at ``time`` is already on the heap (simulate.Simulation.wakes)."""
-    for h in range(s.ints[I_HEAP]):
-        if s.h_key[h, 0] == WAKE and s.h_time[h] == time:
-            return True
-    return False
-
-
-@jit
 def session_once(s, now, sched, backfill_due):
     """One slurmctld session on the live jobs (the actions due), its decisions applied; True if
-    it changed anything (simulate.Simulation.session_once)."""
+    it changed anything (clock.Simulation.session_once)."""
     if s.ints[I_LIVE] == 0:
         return False
     s.ints[I_SESSIONS] += 1
@@ -1095,7 +1086,7 @@ def apply_event(s, now, slot):
 
 @jit
 def settled(s, now):
-    """:func:`core_clock.quiet` and no job waits for its BeginTime (simulate.Simulation._settled)."""
+    """:func:`core_clock.quiet` and no job waits for its BeginTime (clock.Simulation._settled)."""
     if not quiet(s):
         return False
     for j in range(s.done.size):

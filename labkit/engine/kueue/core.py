@@ -1,9 +1,9 @@
-"""Kueue's admission (``kueue.py``) in the numba core: the quota tree over cohorts, flavor
+"""Kueue's admission (``reference.py``) in the numba core: the quota tree over cohorts, flavor
 assignment with partial admission, and admission cycles with one head per ClusterQueue under
 StrictFIFO or BestEffortFIFO; admitted workloads' pods placed on their flavors' nodes, least
 allocated first. Same semantics, tie-breaks and float sums as the reference engine.
 
-It has its own jitted entry point (:func:`run`), as the Slurm policies do (``core_slurm``); it
+It has its own jitted entry point (:func:`run`), as the Slurm policies do (``slurm/core.py``); it
 shares the clock's records, event heap, live-job list and task books (``core_clock``,
 ``core_account``) over a state struct holding the Volcano arrays plus the Kueue ones
 (:data:`KUEUE_STATIC`, :data:`KUEUE_MUTABLE`).
@@ -25,10 +25,10 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..spec.quantity import parse_duration, parse_quantity
-from .core import CoreFields, fresh, in_slices, record, run_grown
-from .core import _events as core_events
-from .core_clock import (
+from ...spec.quantity import parse_duration, parse_quantity
+from ..core import CoreFields, fresh, in_slices, record, run_grown
+from ..core import _events as core_events
+from ..core_clock import (
     always_room,
     bind,
     changed,
@@ -42,8 +42,8 @@ from .core_clock import (
     session_at,
     set_phase,
 )
-from .core_clock import apply_event as clock_apply_event
-from .core_state import (
+from ..core_clock import apply_event as clock_apply_event
+from ..core_state import (
     BINDING,
     BOUND,
     EV_EVICTED,
@@ -62,7 +62,8 @@ from .core_state import (
     state_free,
     state_new,
 )
-from .kueue import (
+from ..records import RunRecord
+from .reference import (
     ANY,
     DEFAULT_STRATEGIES,
     HUMAN_READABLE_REASONS,
@@ -84,12 +85,11 @@ from .kueue import (
     build_tree,
     format_quantity,
 )
-from .simulate import RunRecord
 
 # -------------------------------------------------------------------------------- codes
 
 NO_FIT, NO_CANDIDATES, PREEMPT, FIT = 0, 1, 2, 3
-"""Flavor assignment modes, worst first (``kueue.py``)."""
+"""Flavor assignment modes, worst first (``reference.py``)."""
 
 KINDS = EVENT_KINDS + ("QuotaReserved", "Pending", "Requeued", "Deactivated", "Preempted")
 EV_QUOTA_RESERVED, EV_PENDING, EV_REQUEUED, EV_DEACTIVATED, EV_PREEMPTED = range(len(EVENT_KINDS), len(KINDS))
@@ -1379,6 +1379,8 @@ def run_core(fields, budget):
 
 def unsupported(compiled) -> str | None:
     """What of a Kueue scenario the core does not simulate, or None."""
+    if compiled.quotas is not None:
+        return "ResourceQuota admission under Kueue"
     scenario = compiled.source
     if any(job.status is not None for job in scenario.jobs):
         return "job status snapshots under Kueue"

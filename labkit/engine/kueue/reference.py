@@ -25,16 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SpecError
-from ..progress import Progress
-from ..results import Result
-from ..spec import Scenario, scheduler_of
-from ..spec.model import Scheduler
-from ..spec.quantity import parse_duration, parse_quantity
-from ..workloads import expand
-from .compile import Compiled, compile_scenario
-from .problem import Decisions, Eviction, Placement, PodGroupPhase, Problem, State, TaskStatus
-from .simulate import Simulation, record_of, result_of
+from ...errors import SpecError
+from ...progress import Progress
+from ...results import Result
+from ...spec import Scenario, scheduler_of
+from ...spec.model import Scheduler
+from ...spec.quantity import parse_duration, parse_quantity
+from ...workloads import expand
+from ..clock import Simulation, record_of
+from ..compile import Compiled, compile_scenario
+from ..problem import Decisions, Eviction, Placement, PodGroupPhase, Problem, State, TaskStatus
+from ..records import result_of
 
 FR = tuple[str, str]
 """A flavor-resource: ``(flavor, resource)``."""

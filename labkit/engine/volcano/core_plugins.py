@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from .core_account import (
+from ..core_account import (
     ROLE_PIPELINED,
     ROLE_READY,
     ROLE_VALID,
@@ -35,7 +35,7 @@ from .core_account import (
     valid_of,
     zero_row,
 )
-from .core_state import (
+from ..core_state import (
     A_BALANCED,
     A_BALANCED_KUBERNETES,
     A_BINPACK_WEIGHT,

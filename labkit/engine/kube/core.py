@@ -1,11 +1,11 @@
-"""The default kube-scheduler (``kube.py``) in the numba core, with the clock of ``simulate.py`` as
+"""The default kube-scheduler (``reference.py``) in the numba core, with the clock of ``clock.py`` as
 the kube-scheduler policies drive it: pods from submit through the ResourceQuota admission, a
 session at the instant of every event (and at least every 300 s while something changed), pods
 waiting at Permit and their timeouts, nominations kept between sessions, and the notes
 (FailedScheduling, Waiting, Rejected) logged when they change. Same semantics and tie-breaks as
 the reference engine.
 
-Like ``core_slurm`` it has its own jitted entry point (:func:`run_core`) and shares the clock's
+Like ``slurm/core.py`` it has its own jitted entry point (:func:`run_core`) and shares the clock's
 records, event heap, live-job list and task books (``core_clock``, ``core_account``) over a state
 struct holding the Volcano arrays plus the kube ones (:data:`KUBE_STATIC`, :data:`KUBE_MUTABLE`).
 A session works on its own copy of the pod statuses, nodes and node use (with per-node pod lists),
@@ -13,7 +13,7 @@ as the reference's Session does, and hands its binds, evictions and notes to the
 
 A FailedScheduling message is kept as numbers: per-reason node counts of the filters and of
 preemption's victim search, the PreFilter's pod count, preemption's outcome and whether the
-PodGroup was rejected; :func:`_events` writes the text with ``kube.fit_message``. A quota refusal
+PodGroup was rejected; :func:`_events` writes the text with ``reference.fit_message``. A quota refusal
 keeps the keys over quota and what the namespace used of them.
 """
 
@@ -25,11 +25,10 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..spec.kube import MAX_NODE_SCORE
-from .core import CoreFields, fresh, in_slices, record, run_grown
-from .core_account import list_insert, list_remove, set_created, set_status
-from .core_actions import sort_prefix
-from .core_clock import (
+from ...spec.kube import MAX_NODE_SCORE
+from ..core import CoreFields, fresh, in_slices, record, run_grown
+from ..core_account import list_insert, list_remove, set_created, set_status
+from ..core_clock import (
     always_room,
     bind,
     clock_event,
@@ -45,9 +44,9 @@ from .core_clock import (
     released,
     session_at,
     submit,
+    wake_queued,
 )
-from .core_slurm import wake_queued
-from .core_state import (
+from ..core_state import (
     ALLOCATED,
     BINDING,
     CPU,
@@ -66,12 +65,16 @@ from .core_state import (
     PODS,
     RELEASING,
     SUCCEEDED,
+    TIMER,
     WAKE,
     jit,
     state_free,
     state_new,
 )
-from .kube import (
+from ..problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
+from ..records import RunRecord
+from ..volcano.core_actions import sort_prefix
+from .reference import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     NO_VICTIMS,
@@ -79,6 +82,7 @@ from .kube import (
     NOT_ELIGIBLE_TERMINATING,
     NOT_HELPFUL,
     OPTIMISTIC,
+    PREEMPTED_WAITING,
     UNRESERVED,
     UNRESOLVABLE,
     UNSCHEDULABLE,
@@ -91,8 +95,6 @@ from .kube import (
     timeout_message,
     waiting_message,
 )
-from .problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
-from .simulate import RunRecord
 
 # -------------------------------------------------------------------------------- codes
 
@@ -101,7 +103,7 @@ EV_FAILED, EV_WAITING, EV_REJECTED = range(len(EVENT_KINDS), len(KINDS))
 NOTE_KINDS = (EV_FAILED, EV_WAITING, EV_REJECTED)
 """A pod's notes, each kind logged when it differs from the pod's last one of that kind."""
 (MSG_ASSIGNED, MSG_ASSIGNED_GROUP, MSG_PREEMPTED, MSG_NOMINATED, MSG_FIT_ERROR, MSG_TIMEOUT, MSG_UNRESERVED,
- MSG_OPTIMISTIC, MSG_WAITING, MSG_MUST_SPECIFY, MSG_EXCEEDED) = range(MSG_RESTART + 1, MSG_RESTART + 12)
+ MSG_OPTIMISTIC, MSG_WAITING, MSG_MUST_SPECIFY, MSG_EXCEEDED, MSG_PREEMPTED_WAITING) = range(MSG_RESTART + 1, MSG_RESTART + 13)
 ROW_MESSAGES = (MSG_FIT_ERROR, MSG_EXCEEDED)
 """Messages whose values are a row of ``s.kv``: equal when the rows are."""
 # preemption's outcome (the 'preemption: ...' part of a FailedScheduling message)
@@ -111,7 +113,7 @@ OUT_NONE, OUT_NEVER, OUT_TERMINATING, OUT_NOT_HELPFUL, OUT_PREEMPTED = range(5)
  A_PERMIT_WAIT, A_WANTED, A_PERIOD, A_REASONS) = range(11)
 N_ARGS = 11
 # slots of ``s.k_ints``: the session's nominated pods, outputs and note rows, the run's logged rows
-K_NOMINATED, K_BINDS, K_EVICTS, K_NOTES, K_ROWS, K_VALUES = range(6)
+K_NOMINATED, K_BINDS, K_EVICTS, K_NOTES, K_ROWS, K_VALUES, K_REJECTED = range(7)
 # reasons a node fails a pod (columns of a FailedScheduling row's counts), in the resources R:
 # unschedulable node, Too many pods, Insufficient <r>, no victims, not helpful, the class failures
 Z_UNSCHEDULABLE, Z_PODS, Z_INSUFFICIENT = 0, 1, 2
@@ -121,9 +123,9 @@ KUBE_STATIC = (
 )
 B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
 KUBE_MUTABLE = {
-    # the clock's kube books (simulate.Simulation: created, nominated, waiting_since, last_note)
+    # the clock's kube books (clock.Simulation: created, nominated, waiting_since, last_note)
     "k_created": ("T", False, B), "k_nominated": ("T", -1, I), "k_wait": ("T", np.nan, F),
-    "ln": ("T 3 3", -1, I), "kv": ("E W", 0, I), "k_ints": ("6", 0, I), "q_used": ("K", 0, I),
+    "ln": ("T 3 3", -1, I), "kv": ("E W", 0, I), "k_ints": ("7", 0, I), "q_used": ("K", 0, I),
     # one session's copies: pod status, node, Permit wait; node use and pod lists; nominations
     "ss_status": ("T", 0, I8), "ss_node": ("T", -1, I), "ss_wait": ("T", np.nan, F), "ss_used": ("N R", 0, F),
     "ss_zero": ("N 2", 0, I), "pod_first": ("N", -1, I), "pod_next": ("T", -1, I), "pod_prev": ("T", -1, I),
@@ -261,6 +263,7 @@ def open_session(s):
     s.ss_used[:, :] = 0.0
     s.ss_zero[:, :] = 0
     s.k_ints[K_NOMINATED] = s.k_ints[K_BINDS] = s.k_ints[K_EVICTS] = s.k_ints[K_NOTES] = s.k_ints[K_ROWS] = 0
+    s.k_ints[K_REJECTED] = 0
     for i in range(s.ints[I_LIVE]):
         j = s.live[i]
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
@@ -545,6 +548,17 @@ def key_less(a, b):
 
 
 @jit
+def reject_waiting(s, v):
+    """A victim waiting at Permit is rejected, not deleted (frees its node at once); Unreserve
+    rejects its waiting siblings."""
+    j = s.t_job[v]
+    for u in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.k_created[u] and s.ss_status[u] == ALLOCATED:
+            reject(s, u, MSG_PREEMPTED_WAITING if u == v else MSG_UNRESERVED)
+    s.k_ints[K_REJECTED] = 1
+
+
+@jit
 def preempt(s, t, now, pre_filter, counts):
     """DefaultPreemption: the outcome (OUT_*); the victim search's reasons counted in ``counts``."""
     if s.t_never[t]:
@@ -591,7 +605,9 @@ def preempt(s, t, now, pre_filter, counts):
     n = s.cand_node[best]
     for k in range(s.cand_lo[best], s.cand_lo[best + 1]):
         v = s.cand_victims[k]
-        if s.ss_status[v] != RELEASING:
+        if s.ss_status[v] == ALLOCATED:
+            reject_waiting(s, v)
+        elif s.ss_status[v] != RELEASING:
             s.ss_status[v] = RELEASING
             e = s.k_ints[K_EVICTS]
             s.ke[e, 0], s.ke[e, 1], s.ke[e, 2] = v, t, n
@@ -803,7 +819,7 @@ def keep_waiting(s):
 
 @jit
 def session_once(s, now):
-    """One session on the live pods, its decisions applied (simulate.Simulation.session_once);
+    """One session on the live pods, its decisions applied (clock.Simulation.session_once);
     True if it changed anything."""
     for i in range(s.ints[I_LIVE]):
         j = s.live[i]
@@ -843,6 +859,8 @@ def session_once(s, now):
                 wake = min(wake, s.ss_wait[t] + s.k_arg[A_PERMIT_WAIT])
     if now < wake < math.inf and not wake_queued(s, wake):
         push_event(s, wake, WAKE, -1, 0)
+    if s.k_ints[K_REJECTED]:
+        push_event(s, now, TIMER, -1, 0)
     sort_prefix(s.kp, n_pipelined)
     for k in range(n_pipelined):
         t = s.kp[k]
@@ -985,7 +1003,7 @@ def _events(c, time: np.ndarray, coded: np.ndarray, values: np.ndarray) -> list[
     z = len(names)
     wait = p.policy.kube.permit_wait
     simple = {MSG_TIMEOUT: timeout_message(wait), MSG_UNRESERVED: UNRESERVED, MSG_OPTIMISTIC: OPTIMISTIC,
-              MSG_RESTART: "RestartJob: the gang fell below minAvailable"}
+              MSG_PREEMPTED_WAITING: PREEMPTED_WAITING, MSG_RESTART: "RestartJob: the gang fell below minAvailable"}
     reasons = {EV_FAILED: "Unschedulable", EV_WAITING: "Coscheduling", EV_REJECTED: "FailedCreate"}
 
     def pod(t: int) -> str:

@@ -1,0 +1,169 @@
+"""The policy families and their engines, in one table: what `simulate` and `cycle` run for a
+scenario's scheduler (Volcano, the default kube-scheduler, Kueue, Slurm), so that nothing above
+asks which family it has. Adding a family is one folder under `engine/` and one row here.
+
+Each row gives the family's reference session (one scheduling cycle on a Problem) or, for Kueue,
+its own reference run; how its scenario compiles; what its numba core does not simulate; the
+static arrays and the run of that core; and the usage the clock keeps for it (Slurm's decayed
+fair-share usage).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+
+from ..progress import Progress
+from ..results import Result
+from ..spec import Scenario, scheduler_of
+from ..workloads import JobTable, job_table, table_key
+from .clock import Session, Usage
+from .compile import Compiled
+from .problem import Decisions, Family, Problem, State
+from .records import RunRecord
+
+
+@dataclass(frozen=True)
+class FamilyEngine:
+    """One family's engines: its reference (`session` on the shared clock, or its own `reference`
+    run) and its numba core (`unsupported`, `arrays`, `run`)."""
+
+    name: str
+    session: Session
+    compile: Callable[[Scenario, JobTable | None], Compiled]
+    """The Compiled scenario, from the job table when `keyed_by_table` (else it is None)."""
+    keyed_by_table: bool
+    """`prepare` keys the scenario by its job table (`workloads.table_key`), else by its JSON
+    (a family that reads more of each job than the table holds)."""
+    unsupported: Callable[[Compiled], str | None]
+    arrays: Callable[[Compiled], dict]
+    run: Callable[[Compiled, dict, float, Progress | None], RunRecord | None]
+    reference: Callable[[Scenario, Compiled, Progress | None], Result] | None = None
+    usage: Usage | None = None
+    label: Callable[[Result], Result] | None = None
+    """The family's reading of the core's Result, as its `reference` gives it (Kueue: each job's
+    `queue` is its ClusterQueue)."""
+
+
+# Each family's modules are imported when its row is first read: a Volcano run does not pay for
+# importing the other three cores.
+
+
+def _volcano() -> FamilyEngine:
+    from . import core
+    from .compile import compile_scenario
+    from .volcano.reference import run_session
+
+    return FamilyEngine("volcano", run_session, compile_scenario, True, core.unsupported, core.static_arrays,
+                        core.run)
+
+
+def _kube() -> FamilyEngine:
+    from . import core
+    from .compile import compile_scenario
+    from .kube import core as kube_core
+    from .kube.reference import run_session
+
+    return FamilyEngine("kube-scheduler", run_session, compile_scenario, True, kube_core.unsupported,
+                        lambda c: core.static_arrays(c) | kube_core.kube_arrays(c), kube_core.run)
+
+
+def _slurm() -> FamilyEngine:
+    from . import core
+    from .compile import compile_scenario
+    from .slurm import core as slurm_core
+    from .slurm.reference import decayed_usage, run_session
+
+    return FamilyEngine("slurm", run_session, compile_scenario, False, slurm_core.unsupported,
+                        lambda c: core.static_arrays(c) | slurm_core.slurm_arrays(c), slurm_core.run,
+                        usage=decayed_usage)
+
+
+def _kueue() -> FamilyEngine:
+    from . import core
+    from .kueue import core as kueue_core
+    from .kueue.reference import compile_kueue, label_cluster_queues, simulate_kueue
+
+    return FamilyEngine("kueue", lambda p, s: Decisions(), lambda scenario, table: compile_kueue(scenario), False,
+                        kueue_core.unsupported, lambda c: core.static_arrays(c) | kueue_core.kueue_arrays(c),
+                        kueue_core.run, reference=simulate_kueue, label=label_cluster_queues)
+
+
+ROWS: dict[str, Callable[[], FamilyEngine]] = {"volcano": _volcano, "kube": _kube, "slurm": _slurm,
+                                                "kueue": _kueue}
+"""The registry: a family's name -> its row."""
+BY_FAMILY = {Family.VOLCANO: "volcano", Family.KUBE: "kube", Family.SLURM: "slurm"}
+"""The family of a Problem's `policy.family` (Kueue's Problem is a Volcano placeholder's)."""
+BY_SECTION = {"slurm": "slurm", "kube": "kube", "kueue": "kueue"}
+"""The family of a scheduler section (`conf` and a bare policy name are Volcano's)."""
+
+
+@cache
+def family(name: str) -> FamilyEngine:
+    """The row of the family `name` (`ROWS`)."""
+    return ROWS[name]()
+
+
+def engine_of(scenario: Scenario) -> FamilyEngine:
+    """The engine the scenario's scheduler names: Kueue when it has a Kueue configuration."""
+    sched = scheduler_of(scenario)
+    return family("kueue" if sched.kueue is not None else BY_SECTION.get(sched.section, "volcano"))
+
+
+def engine_of_compiled(compiled: Compiled) -> FamilyEngine:
+    if compiled.source.scheduler.kueue is not None:
+        return family("kueue")
+    return family(BY_FAMILY[compiled.problem.policy.family])
+
+
+def run_session(problem: Problem, state: State) -> Decisions:
+    """One scheduling cycle of the reference engine of the Problem's policy family."""
+    return family(BY_FAMILY[problem.policy.family]).session(problem, state)
+
+
+def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress | None = None) -> RunRecord | None:
+    """Run the compiled scenario on its family's numba core (buffers sized by ``scale``, grown on
+    need); None if a ResourceQuota refused a pod under a Volcano policy (`core.QUOTA_REFUSED`)."""
+    return engine_of_compiled(compiled).run(compiled, static, scale, progress)
+
+
+_CACHE: OrderedDict[str, tuple[Compiled, dict, str | None]] = OrderedDict()
+_CACHE_SIZE = 4
+
+
+def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
+    """The compiled scenario, its static core arrays and what its family's core cannot simulate
+    (None if it can), cached by the scenario's content. Expanding and compiling take longer than a
+    run of the core. A Volcano or Kubernetes scenario is keyed by its job table (`table_key`), which
+    the compiler then reads, so its thousands of job models are walked once; Kueue and Slurm read
+    more of each job and are keyed by the scenario's JSON. A table-keyed entry comes back with
+    this scenario as its source (the key leaves out what the compiler does not read, such as a
+    job's `duration` beside its `work`)."""
+    engine = engine_of(scenario)
+    table = None
+    if not engine.keyed_by_table:
+        key = scenario.model_dump_json(exclude_defaults=True)  # equal content, equal key; a third shorter
+    else:
+        table = job_table(scenario)
+        key = table_key(scenario, table)
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        compiled, static, missing = _CACHE[key]
+        return (replace(compiled, source=scenario) if table is not None else compiled), static, missing
+    compiled = engine.compile(scenario, table)
+    missing = engine.unsupported(compiled)
+    static = {}
+    if missing is None:
+        static = engine.arrays(compiled)
+    entry = _CACHE[key] = (compiled, static, missing)
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return entry
+
+
+def forget_compiled() -> None:
+    """Empty :func:`prepare`'s cache, so that the next run of any scenario compiles it again
+    (benchmarks time runs of scenarios not seen before)."""
+    _CACHE.clear()

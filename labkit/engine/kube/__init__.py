@@ -1,0 +1,1 @@
+"""The default kube-scheduler: the reference engine and the numba core."""

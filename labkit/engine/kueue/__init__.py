@@ -1,0 +1,1 @@
+"""Kueue: the reference engine (quota tree, admission, preemption) and the numba core."""

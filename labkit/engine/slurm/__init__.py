@@ -1,0 +1,1 @@
+"""Slurm's slurmctld: the reference engine and the numba core."""

@@ -1,0 +1,104 @@
+"""The reference engine: one Volcano scheduling session in plain Python, written to be read.
+
+``run_session(problem, state)`` does what ``scheduler.runOnce`` does (pkg/scheduler/scheduler.go):
+
+1. :func:`open_session` takes the snapshot (arrays -> NodeInfo/JobInfo/TaskInfo/QueueInfo) and
+   calls every plugin's ``on_session_open`` in tier order, so they register their callbacks;
+2. runs the configured actions in conf order (:data:`~labkit.engine.volcano.actions.ACTIONS`,
+   one module each under ``actions/``, as in pkg/scheduler/actions);
+3. :func:`close_session` lets plugins close (gang marks unready jobs unschedulable) and
+   rewrites each PodGroup phase.
+
+It returns :class:`~labkit.engine.problem.Decisions`: what was bound, pipelined and evicted, in
+order, each with a reason, plus the state the cluster is in afterwards.
+
+Determinism: where Volcano picks at random among equally scored nodes, or walks a Go map, we
+take snapshot order (lowest node / task / job index first).
+"""
+
+from __future__ import annotations
+
+from labkit.engine.framework import (
+    COMPLETED_STATUSES,
+    JobInfo,
+    Session,
+)
+from labkit.engine.problem import (
+    Action,
+    Decisions,
+    Placement,
+    PodGroupPhase,
+    Problem,
+    State,
+    TaskStatus,
+)
+from labkit.engine.volcano.actions import ACTIONS
+from labkit.engine.volcano.plugins import PLUGINS
+
+# --------------------------------------------------------------------------------------------
+# Session open / close
+# --------------------------------------------------------------------------------------------
+
+def open_session(problem: Problem, state: State) -> Session:
+    """framework.OpenSession: snapshot, then every plugin's OnSessionOpen in tier order."""
+    ssn = Session(problem, state)
+    for tier in ssn.tiers:
+        for entry in tier:
+            entry.plugin = PLUGINS[entry.kind]()
+            entry.plugin.on_session_open(ssn, entry)
+    return ssn
+
+
+def close_session(ssn: Session) -> Decisions:
+    """framework.CloseSession: plugins' OnSessionClose, then the PodGroup phase of every job
+    (session.go getPodGroupPhase), then the resulting state."""
+    for tier in ssn.tiers:
+        for entry in tier:
+            close = getattr(entry.plugin, "on_session_close", None)
+            if close is not None:
+                close(ssn)
+    for job in ssn.jobs:
+        job.phase = podgroup_phase(job)
+    decisions = ssn.decisions
+    decisions.pipelined = [Placement(t.index, t.node, *ssn.pipelined_by.get(t.index, ("", "")))
+                           for t in ssn.tasks if t.status == TaskStatus.PIPELINED]
+    decisions.state = _next_state(ssn)
+    return decisions
+
+
+def podgroup_phase(job: JobInfo) -> PodGroupPhase:
+    """getPodGroupPhase: Unknown when running tasks coexist with an unschedulable gang; Running
+    (or Completed) once Running/Bound/Succeeded/Failed + releasing tasks reach minMember;
+    otherwise Inqueue stays Inqueue and anything else is Pending. Allocated and Binding tasks
+    do not count yet."""
+    if job.with_status(TaskStatus.RUNNING) and job.unschedulable:
+        return PodGroupPhase.UNKNOWN
+    scheduled = job.scheduled_task_num() + job.releasing_scheduled_task_num()
+    if scheduled >= job.min_available:
+        completed = job.count(COMPLETED_STATUSES)
+        return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
+    return PodGroupPhase.INQUEUE if job.phase == PodGroupPhase.INQUEUE else PodGroupPhase.PENDING
+
+
+def _next_state(ssn: Session) -> State:
+    """The cluster after the session: dispatched tasks are Binding, evicted ones Releasing;
+    everything the session only tentatively placed (Allocated without commit, Pipelined)
+    is Pending again, because Volcano keeps no session state between cycles."""
+    status, node = [], []
+    for t in ssn.tasks:
+        s, n = t.status, t.node
+        if s in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
+            s, n = TaskStatus.PENDING, -1
+        status.append(s)
+        node.append(n)
+    return State.from_tasks(ssn.problem, status, node, [j.phase for j in ssn.jobs],
+                            now=ssn.now, cycle=ssn.cycle + 1, next_node=ssn.next_node)
+
+
+def run_session(problem: Problem, state: State) -> Decisions:
+    """One scheduling cycle: open, actions in conf order, close. (A kube-scheduler or Slurm policy
+    runs its own actions on the same session objects: `families.run_session`.)"""
+    ssn = open_session(problem, state)
+    for action in ssn.actions:
+        ACTIONS[Action(action)](ssn)
+    return close_session(ssn)
