@@ -142,7 +142,7 @@ def four_jobs(policy: str = "volcano-shipped", d_duration: int | None = None) ->
 def gang_pair(min_available: int | None = None) -> Scenario:
     """Two data-parallel jobs of 2 workers x 8 GPUs on 2 nodes x 8 GPUs, submitted together: with
     minAvailable 1 each gets one worker (half a job each); with 2 (the default) one runs whole, then the other."""
-    worker = {"name": "worker", "replicas": 2, "resources": {"nvidia.com/gpu": 8, "cpu": 32, "memory": "256Gi"}}
+    worker = {"name": "worker", "replicas": 2, "resources": {"nvidia.com/gpu": 8}}
     if min_available is not None:
         worker["minAvailable"] = min_available
     return spec.validate({
@@ -546,3 +546,55 @@ def elastic_under_limit(mechanism: str, limit: int = 16) -> Scenario:
                          "tasks": [{"name": "worker", "replicas": 4, "minAvailable": 2,
                                     "resources": {"nvidia.com/gpu": 4, "cpu": 8, "memory": "64Gi"}}]})
     return spec.validate(data)
+
+
+# ch. 12: borrowing and reclaim in a Kueue cohort
+
+
+def cohort_borrowing(a_jobs: int = 2, b_borrowing_limit: int | None = None, a_lending_limit: int | None = None,
+                     a_reclaim: str = "Any", c_reclaim: str = "LowerPriority", c_borrow: str = "LowerPriority") -> Scenario:
+    """Three ClusterQueues in the Kueue cohort `research` on 4 nodes x 8 A100 (one flavor): team-a
+    (nominalQuota 16 GPUs, the lender), team-b and team-c (8 each). At 0 team-b submits four 8-GPU
+    fine-tuning jobs (2 h) and borrows what the others leave idle; at 15 min team-c submits an evaluation job
+    of 2 pods x 8 GPUs (priority 100, 1 h); at 30 min team-a submits `a_jobs` 8-GPU training jobs (2 h).
+
+    The knobs are the ClusterQueues' fields: team-b's `borrowingLimit`, team-a's `lendingLimit`,
+    team-a's `preemption.reclaimWithinCohort`, team-c's `reclaimWithinCohort` and
+    `borrowWithinCohort.policy` (None / "Never" leave a limit or policy unset)."""
+    def cluster_queue(name: str, nominal: int, preemption: dict, borrowing: int | None = None,
+                      lending: int | None = None) -> dict:
+        quota = {"name": "nvidia.com/gpu", "nominalQuota": nominal}
+        if borrowing is not None:
+            quota["borrowingLimit"] = borrowing
+        if lending is not None:
+            quota["lendingLimit"] = lending
+        return {"name": name, "cohortName": "research", "preemption": preemption,
+                "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
+                                    "flavors": [{"name": "a100", "resources": [quota]}]}]}
+
+    def jobs(team: str, kind: str, count: int, pods: int, submit: int, duration: str, **extra) -> list[dict]:
+        worker = {"name": "worker", "replicas": pods, "resources": {"nvidia.com/gpu": 8}}
+        return [{"name": f"{kind}-{i}", "namespace": team, "submit": submit, "duration": duration, "tasks": [worker],
+                 **extra} for i in range(count)]
+
+    c_preemption = {"reclaimWithinCohort": c_reclaim}
+    if c_borrow != "Never":
+        c_preemption["borrowWithinCohort"] = {"policy": c_borrow}
+    return spec.validate({
+        "name": "cohort-borrowing",
+        "cluster": {"pools": [{"name": "a100", "count": 4, "labels": {"gpu": "a100"},
+                               "resources": {"nvidia.com/gpu": 8, "cpu": 128, "memory": "1024Gi", "pods": 110}}]},
+        "tenants": [{"name": team} for team in TEAMS],
+        "priorityClasses": [{"name": "eval-high", "value": 100}],
+        "kueue": {
+            "resourceFlavors": [{"name": "a100", "nodeLabels": {"gpu": "a100"}}],
+            "clusterQueues": [cluster_queue("team-a", 16, {"reclaimWithinCohort": a_reclaim}, lending=a_lending_limit),
+                              cluster_queue("team-b", 8, {}, borrowing=b_borrowing_limit),
+                              cluster_queue("team-c", 8, c_preemption)],
+            "localQueues": [{"name": "main", "namespace": team, "clusterQueue": team} for team in TEAMS],
+        },
+        "jobs": (jobs("team-b", "finetune", 4, 1, 0, "2h")
+                 + jobs("team-c", "eval", 1, 2, 900, "1h", priorityClassName="eval-high")
+                 + jobs("team-a", "train", a_jobs, 1, 1800, "2h")),
+        "scheduler": {"policy": "kueue"},
+    })

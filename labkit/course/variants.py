@@ -49,6 +49,8 @@ OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
     # ch. 11: job c1's time limit (min) in the backfill workload; c1 runs 35 min and must hold b's
     # reservation (2 + limit) before c2's end by its limit (30 + 60) once a has ended
     11: {"c1_limit": (60, 40, 45, 50, 55, 65, 70, 75, 80)},
+    # ch. 12: team-a's 8-GPU training jobs arriving at 30 min in the cohort (`cases.cohort_borrowing`)
+    12: {"a_jobs": (2, 1, 3)},
 }
 
 _typed = ""
@@ -106,4 +108,3 @@ def gang_pair(min_available: int | None = None, workers: int = 2) -> Scenario:
             if min_available is not None:
                 job["tasks"][0]["minAvailable"] = int(min_available)
     return _edit(cases.gang_pair(), edit)
-

@@ -42,6 +42,9 @@ class FamilyEngine:
     run: Callable[[Compiled, dict, float, Progress | None], RunRecord | None]
     reference: Callable[[Scenario, Compiled, Progress | None], Result] | None = None
     usage: Usage | None = None
+    label: Callable[[Result], Result] | None = None
+    """The family's reading of the core's Result, as its `reference` gives it (Kueue: each job's
+    `queue` is its ClusterQueue)."""
 
 
 # Each family's modules are imported when its row is first read: a Volcano run does not pay for
@@ -81,11 +84,11 @@ def _slurm() -> FamilyEngine:
 def _kueue() -> FamilyEngine:
     from . import core
     from .kueue import core as kueue_core
-    from .kueue.reference import compile_kueue, simulate_kueue
+    from .kueue.reference import compile_kueue, label_cluster_queues, simulate_kueue
 
     return FamilyEngine("kueue", lambda p, s: Decisions(), lambda scenario, table: compile_kueue(scenario), False,
                         kueue_core.unsupported, lambda c: core.static_arrays(c) | kueue_core.kueue_arrays(c),
-                        kueue_core.run, reference=simulate_kueue)
+                        kueue_core.run, reference=simulate_kueue, label=label_cluster_queues)
 
 
 ROWS: dict[str, Callable[[], FamilyEngine]] = {"volcano": _volcano, "kube": _kube, "slurm": _slurm,

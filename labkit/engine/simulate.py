@@ -94,7 +94,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
                 if record is not None:
                     result = result_of(compiled, record)
                     result.info["engine"] = "numba"
-                    return result
+                    return family.label(result) if family.label is not None else result
             missing = core.QUOTA_REFUSED
         if engine == "numba":
             raise LabkitError(f"engine numba: the numba core does not simulate {missing}")

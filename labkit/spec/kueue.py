@@ -156,6 +156,12 @@ def check(k: Kueue | None, configuration: KueueConfiguration | None, namespaces:
     flavors = {f.name for f in k.resource_flavors}
     used: set[str] = set()
     for i, cq in enumerate(k.cluster_queues):
+        borrow = cq.preemption.borrow_within_cohort
+        if cq.preemption.reclaim_within_cohort == "Never" and borrow is not None and borrow.policy != "Never":
+            # the CRD's CEL rule on ClusterQueuePreemption (apis/kueue/v1beta2/clusterqueue_types.go)
+            raise SpecError(f"kueue.clusterQueues[{i}].preemption.borrowWithinCohort.policy",
+                            "must be Never while reclaimWithinCohort is Never (Kueue: "
+                            "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never)")
         used |= _check_groups(f"kueue.clusterQueues[{i}]", cq.resource_groups, flavors, cq.cohort_name is not None)
     for i, cohort in enumerate(k.cohorts):
         used |= _check_groups(f"kueue.cohorts[{i}]", cohort.resource_groups, flavors, cohort.parent_name is not None)

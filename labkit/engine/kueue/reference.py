@@ -286,6 +286,12 @@ class ClusterQueue(QuotaNode):
         for fr, v in wl.usage.items():
             self._usage[fr] = self._usage.get(fr, 0.0) - v
 
+    def reserve(self, usage: dict[FR, float], sign: float = 1.0) -> None:
+        """``cq.AddUsage`` of a preempting entry (``scheduler.go: processEntry``): the quota it waits for
+        stays taken for the rest of the session, so no later entry is admitted into it; -1 gives it back."""
+        for fr, v in usage.items():
+            self._usage[fr] = self._usage.get(fr, 0.0) + sign * v
+
     def group_of(self, resource: str) -> ResourceGroup | None:
         return next((g for g in self.resource_groups if resource in g.covered), None)
 
@@ -804,7 +810,9 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
     """One admission cycle (``scheduler.schedule``) over one head per ClusterQueue.
 
     Admitted workloads are added to the tree with ``admitted_at = now``; preemption targets are marked
-    evicted (the caller removes them). Entries come back in processing order: classic, non-borrowing
+    evicted (the caller removes them). A preempting entry's usage is reserved in its ClusterQueue
+    for the rest of the cycle (``cq.AddUsage``), so later entries cannot take it; the tree is left
+    without these reservations. Entries come back in processing order: classic, non-borrowing
     first, then priority, then FIFO; with fair sharing, the DRS tournament re-run after each entry.
     """
     waiting = []
@@ -815,6 +823,7 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
                                 queue_order_timestamp(e.workload), e.workload.uid))
     entries: list[Entry] = []
     preempting: set[str] = set()
+    reserved: list[Entry] = []
     while waiting:
         e = _fair_next(tree, waiting) if fair else waiting[0]
         waiting.remove(e)
@@ -837,8 +846,12 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
             for t in e.targets:
                 t.workload.evicted = True
                 preempting.add(t.workload.uid)
+            cq.reserve(e.assignment.usage)
+            reserved.append(e)
             e.status = "preempting"
             e.message = f"{e.assignment.message}. Pending the preemption of {len(e.targets)} workload(s)"
+    for e in reserved:
+        tree.cqs[e.workload.cq].reserve(e.assignment.usage, -1)
     return entries
 
 
@@ -1024,11 +1037,13 @@ class KueueSession:
     def _admit(self, local: dict, now: float, decisions: Decisions, tasks_of: list, s: State,
                waiting: bool) -> None:
         """Admission cycles until every head is admitted, parked (BestEffortFIFO) or blocking its CQ;
-        none while an admitted workload waits for its pods under blockAdmission."""
+        none while an admitted workload waits for its pods under blockAdmission. A preempting head
+        keeps its quota reserved until the session's cycles end (Kueue re-nominates it every cycle)."""
         present = [name for name, j in local.items() if s.job_phase[j] != PodGroupPhase.COMPLETED]
         if waiting and self.ready.block_admission:
             return
         blocked: set[str] = set()
+        reserved: list[Entry] = []
         while heads := self._heads(present, now, blocked):
             for e in schedule(self.tree, heads, now, self.fair, self.strategies):
                 wl, cq = e.workload, self.tree.cqs[e.workload.cq]
@@ -1042,11 +1057,15 @@ class KueueSession:
                     for t in e.targets:
                         self._preempt(t, wl, local, tasks_of, s, now, decisions)
                     blocked.add(wl.cq)
+                    cq.reserve(e.assignment.usage)  # it stays nominated: later cycles of the session see it
+                    reserved.append(e)
                 elif cq.queueing_strategy == STRICT_FIFO:
                     blocked.add(wl.cq)
                 else:
                     self.inadmissible.add(wl.name)
                 self._log(now, "Pending", wl, e.reason, e.message)
+        for e in reserved:
+            self.tree.cqs[e.workload.cq].reserve(e.assignment.usage, -1)
 
     def _preempt(self, target: Target, preemptor: Workload, local: dict, tasks_of: list, s: State, now: float,
                  decisions: Decisions) -> None:
@@ -1108,6 +1127,18 @@ def _local_queue(local_queues: list, namespace: str, queue: str) -> Any:
     return named[0] if named else (mine[0] if len(mine) == 1 else None)
 
 
+def label_cluster_queues(result: Result) -> Result:
+    """The jobs table's ``queue`` set to each managed job's ClusterQueue (the one its LocalQueue points
+    to), so per-queue metrics of a Kueue run are per ClusterQueue; jobs no LocalQueue takes keep theirs."""
+    scenario = result.scenario
+    cq = {f"{job.namespace}/{job.name}": lq.cluster_queue for job in scenario.jobs
+          if (lq := _local_queue(scenario.kueue.local_queues, job.namespace, job.queue)) is not None}
+    jobs = result.jobs
+    keys = jobs.namespace + "/" + jobs.name
+    jobs["queue"] = [cq.get(key, queue) for key, queue in zip(keys, jobs.queue)]
+    return result
+
+
 def compile_kueue(scenario: Scenario) -> Compiled:
     """The scenario compiled for a Kueue run: the clock's arrays of a Volcano placeholder (its conf
     is unused: Kueue decides, not a session) and the scenario with its own scheduler section."""
@@ -1128,4 +1159,4 @@ def simulate_kueue(scenario: Scenario, compiled: Compiled | None = None, progres
     sim.run(progress)
     result = result_of(compiled, record_of(sim))
     result.info["engine"] = "kueue"
-    return result
+    return label_cluster_queues(result)
