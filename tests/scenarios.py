@@ -232,6 +232,7 @@ def engine_scenarios(draw, max_jobs: int = 12) -> spec.Scenario:
     classes = [{"name": "low", "value": 10}, {"name": "high", "value": 1000},
                {"name": "never", "value": 500, "preemptionPolicy": "Never"}]
     jobs = []
+    snapshot_use: dict[str, dict[str, int]] = {}
     for j in range(draw(st.integers(1, max_jobs))):
         pool = pools[draw(st.integers(0, n_pools - 1))]
         cap = pool["resources"]
@@ -270,7 +271,13 @@ def engine_scenarios(draw, max_jobs: int = 12) -> spec.Scenario:
             job["restartCost"] = draw(st.sampled_from([0, 60]))
         if draw(st.integers(0, 7)) == 0:
             node = f"{pool['name']}-{draw(st.integers(0, pool['count'] - 1))}"
-            running = {"worker": [node]} if draw(st.booleans()) else {}
+            worker = tasks[0]["resources"]
+            held = snapshot_use.setdefault(node, {})
+            fits = all(held.get(r, 0) + amount <= cap[r] for r, amount in worker.items())
+            running = {"worker": [node]} if fits and draw(st.booleans()) else {}
+            if running:  # a snapshot is a state the cluster could be in: its pods fit their nodes
+                for r, amount in worker.items():
+                    held[r] = held.get(r, 0) + amount
             job["status"] = {"phase": "Running" if running else "Inqueue", "running": running}
         jobs.append(job)
     name = draw(st.sampled_from(POLICIES + ["helios-fifo"] + list(ENGINE_CONFS)))
