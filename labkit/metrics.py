@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from .engine.clock import subproblem
-from .engine.compile import Compiled, compile_scenario
+from .engine.compile import Compiled
+from .engine.families import compile_scenario
 from .engine.framework import Session
 from .engine.problem import PODS, PodGroupPhase, Problem, State, TaskStatus
 from .engine.volcano.plugins import Capacity, Proportion, QueueAttr

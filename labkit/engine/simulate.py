@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 
 from .. import spec
-from ..errors import LabkitWarning
+from ..errors import LabkitWarning, SpecError
 from ..progress import Progress, progress_bar
 from ..results import Result
 from ..spec import Scenario
 from .clock import Session, Simulation, record_of
-from .compile import compile_scenario
 from .problem import Decisions, PodGroupPhase, Problem
 from .records import result_of
 
@@ -28,7 +27,10 @@ def cycle(scenario: Scenario, policy: str | None = None, session: Session | None
 
     if policy is not None:
         scenario = with_policy(scenario, policy)
-    sim = Simulation(compile_scenario(scenario), session or families.run_session, families.engine_of(scenario).usage)
+    family = families.engine_of(scenario)
+    if family.reference is not None:
+        raise SpecError("scheduler", f"{family.name} has no scheduling session of its own: simulate() the scenario")
+    sim = Simulation(family.compile(scenario, None), session or families.run_session, family.usage)
     for j in range(sim.p.n_jobs):
         sim.arrive(0.0, j)
     decisions, _ = sim.session_once(0.0)
@@ -108,7 +110,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
         result.info["engine"] = ran
         return result
     if compiled is None:
-        compiled = compile_scenario(scenario)
+        compiled = family.compile(scenario, None)
     sim = Simulation(compiled, session or families.run_session, family.usage)
     with progress_bar(progress, compiled.problem.n_jobs) as tell:
         sim.run(tell)

@@ -65,12 +65,11 @@ from ..core_state import (
     PODS,
     RELEASING,
     SUCCEEDED,
-    TIMER,
-    WAKE,
     jit,
     state_free,
     state_new,
 )
+from ..events import TIMER, WAKE
 from ..problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
 from ..records import RunRecord
 from ..volcano.core_actions import sort_prefix

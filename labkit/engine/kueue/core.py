@@ -62,6 +62,7 @@ from ..core_state import (
     state_free,
     state_new,
 )
+from ..events import TIMER
 from ..records import RunRecord
 from .reference import (
     ANY,
@@ -113,8 +114,6 @@ STRATEGIES = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
 """Fair-sharing preemption strategies as codes (``s.kr_strategies``, -1 pads)."""
 R_ENABLE, R_TIMEOUT, R_BLOCK, R_EVICTION_TIMESTAMP, R_LIMIT, R_BASE, R_MAX = range(7)
 """Slots of ``s.kr_arg``: waitForPodsReady (backoffLimitCount -1 = unset)."""
-TIMER = 5
-"""simulate.TIMER: a transition the session scheduled, a PodsReady timeout or a backoff's end."""
 PART_CAPACITY, PART_UNUSED = range(2)
 """Reasons a flavor does not fit (rows of ``s.km_part``): over the maximum capacity, or short of
 unused quota."""

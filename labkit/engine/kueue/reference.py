@@ -33,9 +33,10 @@ from ...spec.model import Scheduler
 from ...spec.quantity import parse_duration, parse_quantity
 from ...workloads import expand
 from ..clock import Simulation, record_of
-from ..compile import Compiled, compile_scenario
+from ..compile import Compiled, compile_with
 from ..problem import Decisions, Eviction, Placement, PodGroupPhase, Problem, State, TaskStatus
 from ..records import result_of
+from ..volcano.reference import VOLCANO
 
 FR = tuple[str, str]
 """A flavor-resource: ``(flavor, resource)``."""
@@ -1145,7 +1146,7 @@ def compile_kueue(scenario: Scenario) -> Compiled:
     if scenario.kueue is None:
         raise SpecError("kueue", "a Kueue policy needs the scenario's kueue objects (clusterQueues, localQueues)")
     placeholder = expand(scenario).model_copy(update={"scheduler": Scheduler(policy="volcano-shipped")})
-    compiled = compile_scenario(placeholder)
+    compiled = compile_with(VOLCANO, placeholder)
     return dataclasses.replace(compiled, source=compiled.source.model_copy(
         update={"scheduler": scheduler_of(scenario)}))
 
