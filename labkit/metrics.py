@@ -117,7 +117,9 @@ def usage(result: Result, resource: str = GPU, by: str | list[str] | None = None
         for i, name in enumerate(names):
             frame.insert(1 + i, name, group[i])
         frames.append(frame)
-    if not frames:
+    if not frames:  # no pod ever ran: nothing used, and no group to name
+        if names:
+            return pd.DataFrame(columns=["time", *names, *(["time_end"] if bins else []), "used"])
         edges = np.linspace(0.0, end, (bins or 1) + 1)
         return pd.DataFrame({"time": edges[:-1], "used": 0.0})
     return pd.concat(frames, ignore_index=True)
