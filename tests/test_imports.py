@@ -6,10 +6,13 @@ cycle from Python, not from a reader."""
 from __future__ import annotations
 
 import ast
+import re
 from functools import cache
 from pathlib import Path
 
 import pytest
+
+import labkit
 
 PACKAGE = Path(__file__).resolve().parents[1] / "labkit"
 
@@ -218,3 +221,15 @@ def test_event_kinds_are_defined_once():
                 found = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} & EVENT_KINDS
                 again += [f"{name}: {kind}" for kind in sorted(found)]
     assert not again, "event kinds numbered outside labkit.engine.events:\n" + "\n".join(again)
+
+
+def test_every_jitted_module_is_in_the_core_stamp():
+    """numba checks only a cached function's own file; core_state stamps every cached function with all
+    the core modules, so a module of jitted functions left out (as the family folders once were) could
+    load compiled code older than the functions it calls."""
+    from labkit.engine import core_state
+
+    engine = Path(labkit.__file__).parent / "engine"
+    jitted = {path.resolve() for path in engine.rglob("*.py")
+              if re.search(r"^@(jit|inlined)\b|njit\(", path.read_text(encoding="utf-8"), re.MULTILINE)}
+    assert jitted and jitted <= set(core_state.CORE_FILES)

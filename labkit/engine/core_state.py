@@ -38,12 +38,15 @@ __all__ = ["BALANCED_CHANGE_SINCE", "CPU", "MEMORY", "MIN_RESOURCE", "PODS"]
 
 # -------------------------------------------------------------------------------- numba's cache
 
-CORE_FILES = sorted(path.resolve() for path in Path(__file__).parent.glob("core_*.py"))
+ENGINE = Path(__file__).parent
+CORE_FILES = sorted(path.resolve() for path in [*ENGINE.glob("core_*.py"), *ENGINE.glob("*/core*.py")])
+"""The modules of jitted functions: the shared ones here, each family's in its folder."""
 
 
 def core_digest() -> bytes:
-    """One stamp for the jitted core: numba checks only a cached function's own file, but the
-    entry point's cached code holds every function it calls, from every core module."""
+    """One stamp for the jitted core: numba checks only a cached function's own file, but an
+    entry point's cached code holds every function it calls, from every core module (a family's
+    calls the shared ones, the Volcano actions are called from ``core_clock``)."""
     return _digest(tuple((path, path.stat().st_mtime_ns, path.stat().st_size) for path in CORE_FILES))
 
 
