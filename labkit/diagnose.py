@@ -41,6 +41,8 @@ from .engine.problem import ARG_DEFAULTS, PODS, Action, Arg, Ext, Family, Plugin
 from .engine.resources import less_equal
 from .engine.volcano.actions import ACTIONS
 from .engine.volcano.reference import open_session, podgroup_phase
+from .errors import LabkitError
+from .spec import scheduler_of
 
 if TYPE_CHECKING:
     from .results import Result
@@ -110,6 +112,14 @@ def age(seconds: float) -> str:
     return f"{s}s"
 
 
+def _not_kueue(result: Result) -> None:
+    """diagnose speaks Volcano's, kube-scheduler's and Slurm's words; Kueue admits workloads on its own
+    clock with its own messages, which a Kueue run's `result.events` holds as Kueue writes them."""
+    if scheduler_of(result.scenario).kueue is not None:
+        raise LabkitError("diagnose: a Kueue run has no scheduling session to explain; its admission and "
+                          "preemption messages are in result.events, as Kueue writes them")
+
+
 def _key(result: Result, job: str) -> str:
     """`<namespace>/<name>` for a job given either way; a bare name must be unique."""
     keys = metrics.job_keys(result)
@@ -126,6 +136,7 @@ def _key(result: Result, job: str) -> str:
 
 def explain(result: Result, job: str, at: float) -> Explanation:
     """Why `job` is not running at `at` (or that it is), from the engine's own verdicts on the snapshot."""
+    _not_kueue(result)
     key = _key(result, job)
     row = result.jobs[metrics.job_keys(result) == key].iloc[0]
     if row.submit > at:
@@ -539,6 +550,7 @@ def get_events(result: Result, job: str | None = None, since: float = -math.inf,
 
 def _events(result: Result, job: str | None, since: float, until: float) -> list[tuple]:
     """(time, type, reason, object, message) of every event a real cluster records for the run's events."""
+    _not_kueue(result)
     events = result.events[(result.events.time >= since) & (result.events.time <= until)]
     if job is not None:
         events = events[events.job == _key(result, job)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ from test_simulate import reclaim_scenario, without_overcommit
 
 import labkit
 from labkit import diagnose, metrics, spec
+from labkit.errors import LabkitError
 from labkit.results import EVENT_COLUMNS, JOB_COLUMNS, TASK_COLUMNS, Result
 
 GPU = "nvidia.com/gpu"
@@ -254,3 +256,15 @@ def test_snapshot_counts_releasing_pods_as_holding():
     evicted = result.tasks.evicted.dropna().min()
     held = metrics.holding(result, evicted + 30)
     assert (held.status == "Releasing").sum() == 2
+
+
+def test_a_kueue_run_is_refused_in_one_line_not_read_as_volcano():
+    # Kueue's run has no scheduling session; diagnose used to compile it as Volcano and print Volcano's
+    # gang messages for it
+    result = labkit.simulate(labkit.load(Path(labkit.__file__).parent / "examples" / "kueue-cohort.yaml"),
+                             engine="reference")
+    job = result.jobs.name.iloc[-1]
+    for call in (lambda: diagnose.explain(result, job, 10.0), lambda: diagnose.get_events(result),
+                 lambda: diagnose.describe_podgroup(result, job, 10.0)):
+        with pytest.raises(LabkitError, match="a Kueue run has no scheduling session to explain"):
+            call()
