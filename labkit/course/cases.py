@@ -6,7 +6,6 @@ from importlib import resources
 from typing import Any
 
 from .. import spec
-from ..conformance import replay
 from ..conformance.replay import RECORDINGS, load_recording
 from ..spec import Scenario
 from ..spec.quantity import parse_duration, parse_quantity
@@ -19,6 +18,17 @@ the package, so chapter 4 runs on a plain `pip install`."""
 
 def _data(name: str) -> dict[str, Any]:
     return spec.preset(name).model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _example(file: str) -> dict[str, Any]:
+    """A scenario shipped in labkit/examples as data to edit (what the user wrote, no defaults added)."""
+    text = (EXAMPLES / file).read_text(encoding="utf-8")
+    return spec.loads(text, source=f"examples/{file}").model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _recording(name: str) -> dict[str, Any]:
+    """The scenario of a recorded real-Volcano run (labkit/conformance/volcano-real) as data to edit."""
+    return load_recording(RECORDINGS / name).scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 def case_study(nodes: int = 16, hours: int = 168, tenancy: bool = True,
@@ -130,9 +140,7 @@ def quota_burst(gpu_quota: int = 16, cpu_quota: int = 64, jobs: int = 6, gpus: i
 def four_jobs(policy: str = "volcano-shipped", d_duration: int | None = None) -> Scenario:
     """examples/slurm-backfill.yaml (4 nodes x 8 GPUs; a: 3 nodes, b: a 4-node gang, d and c: 1 node each,
     submitted in that order) under `policy`; `d_duration` replaces job d's run time in seconds."""
-    text = (EXAMPLES / "slurm-backfill.yaml").read_text(encoding="utf-8")
-    scenario = spec.loads(text, source="examples/slurm-backfill.yaml")
-    data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data = _example("slurm-backfill.yaml")
     data["scheduler"] = {"policy": policy}
     if d_duration is not None:
         next(j for j in data["jobs"] if j["name"] == "d")["duration"] = d_duration
@@ -175,9 +183,7 @@ def priority_stream(horizon: str | None = None, split: bool = False, global_defa
     for the batch jobs (weight 1 each); `global_default` names the class marked globalDefault (None:
     no class is); `batch_jobs` keeps that many batch jobs (one every 10 minutes from t=1h), more are
     added at the same spacing."""
-    text = (EXAMPLES / "priority-stream.yaml").read_text(encoding="utf-8")
-    data = spec.loads(text, source="examples/priority-stream.yaml").model_dump(mode="json", by_alias=True,
-                                                                              exclude_unset=True)
+    data = _example("priority-stream.yaml")
     if horizon is not None:
         data["horizon"] = horizon
         data["workloads"][0]["end"] = horizon
@@ -200,8 +206,7 @@ def priority_stream(horizon: str | None = None, split: bool = False, global_defa
 def priority_preempt(never: bool = False) -> Scenario:
     """The recorded real-Volcano run `priority-preempt` (labkit/conformance/volcano-real), scored as it was
     recorded; `never=True` gives its high class `preemptionPolicy: Never`."""
-    data = replay.load_recording(replay.RECORDINGS / "priority-preempt").scenario.model_dump(
-        mode="json", by_alias=True, exclude_unset=True)
+    data = _recording("priority-preempt")
     if never:
         next(p for p in data["priorityClasses"] if p["name"] == "high")["preemptionPolicy"] = "Never"
     return spec.validate(data)
@@ -287,8 +292,7 @@ def reclaim_pair(reclaimable: bool = True) -> Scenario:
     """The recorded real-Volcano run `queues-reclaim` (labkit/conformance/volcano-real; team-b, weight 1,
     fills 4 nodes x 8 GPUs with eight 4-GPU jobs, team-a, weight 3, asks for 4 GPUs at 12 s and a 2 x 4-GPU
     gang at 18 s, under volcano-multitenant) with team-b's Queue `reclaimable` set."""
-    data = replay.load_recording(replay.RECORDINGS / "queues-reclaim").scenario.model_dump(
-        mode="json", by_alias=True, exclude_unset=True)
+    data = _recording("queues-reclaim")
     next(q for q in data["queues"] if q["name"] == "team-b")["reclaimable"] = bool(reclaimable)
     return spec.validate(data)
 
@@ -371,13 +375,14 @@ def reclaim_case(actions: str = "enqueue, allocate, backfill, reclaim, preempt",
     """The recorded real run `queues-reclaim` (team-b's eight 4-GPU jobs fill 4 x 8 GPUs, team-a's a1
     arrives at 12 s; weights 3:1) with the conf's `actions` replaced; `a1_priority` gives a1 a
     PriorityClass of that value (the others have none: priority 0)."""
-    recorded = load_recording(RECORDINGS / "queues-reclaim").scenario
-    data = recorded.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data = _recording("queues-reclaim")
     data["scheduler"]["conf"]["actions"] = actions
     if a1_priority is not None:
         data["priorityClasses"] = [{"name": "urgent", "value": int(a1_priority)}]
         next(j for j in data["jobs"] if j["name"] == "a1")["priorityClassName"] = "urgent"
     return spec.validate(data)
+
+
 # ch. 6: queue management (one workload under each job order and queueing strategy)
 
 HEAD = "big"
@@ -403,9 +408,7 @@ def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, kueu
     if order not in QUEUE_ORDERS:
         raise ValueError(f"order must be one of {', '.join(QUEUE_ORDERS)}, not {order!r}")
     priority, strategy = QUEUE_ORDERS[order]
-    text = (EXAMPLES / "queue-order.yaml").read_text(encoding="utf-8")
-    data = spec.loads(text, source="examples/queue-order.yaml").model_dump(mode="json", by_alias=True,
-                                                                          exclude_unset=True)
+    data = _example("queue-order.yaml")
     next(j for j in data["jobs"] if j["name"] == "run-2")["duration"] = f"{int(resident_minutes)}m"
     data["name"] = f"queue-order-{'kueue-' if kueue else ''}{order}"
     if kueue:
@@ -437,9 +440,7 @@ def backfill_mix(policy: str | None = None, estimate: float | None = None, bf_wi
     limit becomes estimate x its run time (`set_estimate`). `bf_window`: slurm-backfill with that
     bf_window in minutes (`set_bf_window`).
     """
-    text = (EXAMPLES / "backfill-estimates.yaml").read_text(encoding="utf-8")
-    data = spec.loads(text, source="examples/backfill-estimates.yaml").model_dump(mode="json", by_alias=True,
-                                                                                  exclude_unset=True)
+    data = _example("backfill-estimates.yaml")
     if policy is not None:
         data["scheduler"] = {"policy": policy}
     for job in data["jobs"]:
