@@ -228,6 +228,8 @@ CHARTS: dict[str, Callable[[Result], Any]] = {
     "queue_length": viz.queue_length_chart,
     "wait_cdf": viz.wait_cdf,
     "priority_waits": viz.priority_waits,
+    "jobs": viz.job_timeline,
+    "job_gantt": viz.job_gantt,
 }
 
 
@@ -349,8 +351,6 @@ class Panel:
 
 # ch. 6: the queue order policy
 
-CHARTS["jobs"] = viz.job_timeline
-
 QUEUE_ORDER_LABELS = {
     "fifo-besteffort": "先到先服务 + BestEffortFIFO（队头放不下就跳过）",
     "fifo-strict": "先到先服务 + StrictFIFO（队头放不下，整个队列等）",
@@ -381,8 +381,8 @@ def queue_order(scenario: Scenario) -> Knob:
     options = tuple(QUEUE_ORDER_LABELS)
     return Knob("scheduler/queueOrder", "队列顺序策略 queue order", "choice", start, apply, choices=options,
                 labels=tuple(QUEUE_ORDER_LABELS[o] for o in options))
-# ch. 11: the pods of a small workload, labelled by job
-CHARTS["job_gantt"] = viz.job_gantt
+
+
 # ch. 9: the overcommit plugin's factor as a knob
 
 
