@@ -311,9 +311,13 @@ class Scheduler:
             expired = [t for t in waiting if self.waiting_since[t.index] + self.args.permit_wait <= self.now]
             if not expired:
                 continue
-            first = expired[0]
-            for t in waiting:
-                self._reject(t, timeout_message(self.args.permit_wait) if t is first else UNRESERVED)
+            self.unreserve(expired[0], timeout_message(self.args.permit_wait))
+
+    def unreserve(self, first: TaskInfo, message: str) -> None:
+        """A waiting pod `first` is rejected with `message`; Coscheduling's Unreserve then rejects every
+        other waiting pod of its group with its own message."""
+        for t in self.ssn.jobs[first.job].with_status(TaskStatus.ALLOCATED):
+            self._reject(t, message if t is first else UNRESERVED)
 
     def schedule_one(self, task: TaskInfo) -> None:
         job = self.ssn.jobs[task.job]
@@ -511,8 +515,7 @@ class Scheduler:
         """A victim waiting at Permit is not deleted but rejected (prepareCandidate: waitingPod.Reject
         "preempted"), so it frees its node at once; Coscheduling's Unreserve then rejects its waiting
         siblings."""
-        for t in self.ssn.jobs[victim.job].with_status(TaskStatus.ALLOCATED):
-            self._reject(t, PREEMPTED_WAITING if t is victim else UNRESERVED)
+        self.unreserve(victim, PREEMPTED_WAITING)
         self.event_now = True
 
     def select_victims(self, task: TaskInfo, node: NodeInfo) -> tuple[list[TaskInfo] | None, list[str]]:
