@@ -3,16 +3,20 @@ derived from the engine, the variant, and the engine behaviour the chapter shows
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
+import labkit
 from labkit import metrics, spec
 from labkit.course import cases, variants
 from labkit.engine.simulate import simulate
 from labkit.errors import SpecError
 from labkit.grading import check
 from labkit.grading.keys import judge
+from labkit.k8s.export import render
+from labkit.k8s.manifests import manifests
 
 
 def _reclaimed_for(result, cq: str) -> list[str]:
@@ -156,3 +160,17 @@ def test_the_chapter_panel_reruns_kueue_per_cluster_queue():
     assert float(team_a.resource_groups[0].flavors[0].resources[0].lending_limit) == 0
     assert panel.runs == 2 and not panel.table.equals(before)
     assert panel.table.loc["team-b", "evictions"] < before.loc["team-b", "evictions"]
+
+
+CLUSTER = Path(__file__).resolve().parents[1] / "clusters" / "ch12"
+EXPORT = "labkit export k8s clusters/ch12/cohort-borrowing.yaml --time-scale 20"
+
+
+def test_clusters_ch12_is_not_stale():
+    """The committed Kueue lab is the chapter's scenario, exported as the README says."""
+    scenario = cases.cohort_borrowing()
+    assert (CLUSTER / "cohort-borrowing.yaml").read_text(encoding="utf-8") == labkit.dump(scenario)
+    files = render(manifests(scenario, 20.0), EXPORT)
+    assert sorted(files) == sorted(p.name for p in CLUSTER.glob("[0-9][0-9]-*.yaml"))
+    for name, text in files.items():
+        assert (CLUSTER / name).read_text(encoding="utf-8") == text, f"clusters/ch12/{name} is stale: run `{EXPORT} -o clusters/ch12`"

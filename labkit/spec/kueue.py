@@ -102,6 +102,14 @@ class Kueue(Model):
     local_queues: list[LocalQueue] = Field(default_factory=list)
 
 
+def local_queue(local_queues: list[LocalQueue], namespace: str, queue: str) -> LocalQueue | None:
+    """The LocalQueue a job goes to: the one of its namespace named by its ``queue``, else the only one
+    (None: no LocalQueue takes the job, so Kueue does not manage it)."""
+    mine = [lq for lq in local_queues if lq.namespace == namespace]
+    named = [lq for lq in mine if lq.name == queue]
+    return named[0] if named else (mine[0] if len(mine) == 1 else None)
+
+
 class FairSharingConfig(Model):
     enable: bool = False
     preemption_strategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] = Field(

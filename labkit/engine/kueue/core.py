@@ -25,6 +25,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ...spec.kueue import local_queue
 from ...spec.quantity import parse_duration, parse_quantity
 from ..core import CoreFields, fresh, in_slices, record, run_grown
 from ..core import _events as core_events
@@ -82,7 +83,6 @@ from .reference import (
     STRICT_FIFO,
     WAITING_FOR_QUOTA,
     Cohort,
-    _local_queue,
     build_tree,
     format_quantity,
 )
@@ -1419,7 +1419,7 @@ def kueue_arrays(c) -> dict:
     cq_of = np.full(p.n_jobs, -1, np.int64)
     cq_index = {cq.name: k for k, cq in enumerate(cqs)}
     for j, job in enumerate(scenario.jobs):
-        lq = _local_queue(kueue.local_queues, job.namespace, job.queue)
+        lq = local_queue(kueue.local_queues, job.namespace, job.queue)
         if lq is not None:
             cq_of[j] = cq_index[lq.cluster_queue]
         for t in job.tasks:

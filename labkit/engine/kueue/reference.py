@@ -29,6 +29,7 @@ from ...errors import SpecError
 from ...progress import Progress
 from ...results import Result
 from ...spec import Scenario, scheduler_of
+from ...spec.kueue import local_queue
 from ...spec.model import Scheduler
 from ...spec.quantity import parse_duration, parse_quantity
 from ...workloads import expand
@@ -923,7 +924,7 @@ class KueueSession:
         priority = dict(zip(compiled.problem.job_names, compiled.problem.job_priority))
         for job, submit in zip(scenario.jobs, compiled.job_submit):
             key = f"{job.namespace}/{job.name}"
-            lq = _local_queue(scenario.kueue.local_queues, job.namespace, job.queue)
+            lq = local_queue(scenario.kueue.local_queues, job.namespace, job.queue)
             if lq is None:
                 self.unmanaged.add(key)
                 continue
@@ -1121,19 +1122,12 @@ _RUNNING = np.array([TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING], 
 _HOLDING = np.append(_RUNNING, np.int8(TaskStatus.RELEASING))
 
 
-def _local_queue(local_queues: list, namespace: str, queue: str) -> Any:
-    """The LocalQueue a job goes to: the one of its namespace named by its ``queue``, else the only one."""
-    mine = [lq for lq in local_queues if lq.namespace == namespace]
-    named = [lq for lq in mine if lq.name == queue]
-    return named[0] if named else (mine[0] if len(mine) == 1 else None)
-
-
 def label_cluster_queues(result: Result) -> Result:
     """The jobs table's ``queue`` set to each managed job's ClusterQueue (the one its LocalQueue points
     to), so per-queue metrics of a Kueue run are per ClusterQueue; jobs no LocalQueue takes keep theirs."""
     scenario = result.scenario
     cq = {f"{job.namespace}/{job.name}": lq.cluster_queue for job in scenario.jobs
-          if (lq := _local_queue(scenario.kueue.local_queues, job.namespace, job.queue)) is not None}
+          if (lq := local_queue(scenario.kueue.local_queues, job.namespace, job.queue)) is not None}
     jobs = result.jobs
     keys = jobs.namespace + "/" + jobs.name
     jobs["queue"] = [cq.get(key, queue) for key, queue in zip(keys, jobs.queue)]
