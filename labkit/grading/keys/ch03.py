@@ -51,7 +51,7 @@ def _eval_4_runs(duration: int) -> bool:
 def _longest_duration(answer: int) -> tuple[bool, str]:
     duration = integer(answer, "一个整数（秒）")
     if not 1 <= duration <= 36_000:
-        return False, "run time 应在 1 到 36000 秒之间"
+        return False, "运行时间应在 1 到 36000 秒之间"
     if not _eval_4_runs(duration):
         return False, f"作业跑 {duration} 秒时，c-eval-4 在配额腾出之前就被终止了"
     return not _eval_4_runs(duration + 1), "再长一点，c-eval-4 也还赶得上控制器的某一次重试"
