@@ -150,18 +150,14 @@ def four_jobs(policy: str = "volcano-shipped", d_duration: int | None = None) ->
 
 
 def gang_pair(min_available: int | None = None) -> Scenario:
-    """Two data-parallel jobs of 2 workers x 8 GPUs on 2 nodes x 8 GPUs, submitted together: with
-    minAvailable 1 each gets one worker (half a job each); with 2 (the default) one runs whole, then the other."""
-    worker = {"name": "worker", "replicas": 2, "resources": {"nvidia.com/gpu": 8}}
+    """examples/gang-pair.yaml: two data-parallel jobs of 2 workers x 8 GPUs on 2 nodes x 8 GPUs, submitted
+    together: with minAvailable 1 each gets one worker (half a job each); with 2 (the default) one runs
+    whole, then the other."""
+    data = _example("gang-pair.yaml")
     if min_available is not None:
-        worker["minAvailable"] = min_available
-    return spec.validate({
-        "name": "gang-pair",
-        "cluster": {"pools": [{"name": "a100", "count": 2,
-                               "resources": {"nvidia.com/gpu": 8, "cpu": 128, "memory": "1024Gi", "pods": 110}}]},
-        "queues": [{"name": "default"}],
-        "jobs": [{"name": name, "submit": 0, "duration": "2h", "tasks": [worker]} for name in ("ddp-x", "ddp-y")],
-    })
+        for job in data["jobs"]:
+            job["tasks"][0]["minAvailable"] = min_available
+    return spec.validate(data)
 
 
 def shape_snapshot(replicas: int) -> Scenario:

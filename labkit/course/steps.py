@@ -56,16 +56,30 @@ def placement(scenario: Scenario) -> pd.DataFrame:
 
 
 def workers(result, at: float) -> pd.DataFrame:
-    """Per job at time `at`: pods it needs (all replicas), pods running, GPUs held, and whether all
-    workers are there (`can_train`: a data-parallel job with a worker missing holds GPUs and waits)."""
+    """Per job at time `at`: the workers its training needs (every replica; an elastic task only its
+    `elastic.min`), pods running, GPUs held, and whether training can go on (`can_train`: a job short
+    of the workers it needs holds its GPUs and waits in rendezvous)."""
     tasks = result.tasks
     live = tasks[(tasks.start <= at) & ~(tasks.end <= at)]
-    needed = {f"{j.namespace}/{j.name}": sum(t.replicas_resolved for t in j.tasks) for j in result.scenario.jobs}
+    needed = {f"{j.namespace}/{j.name}": sum(t.elastic.min if t.elastic else t.replicas_resolved for t in j.tasks)
+              for j in result.scenario.jobs}
     table = pd.DataFrame({"needed": needed})
     table["running"] = live.groupby("job").size().reindex(table.index, fill_value=0)
     table["gpus_held"] = live.groupby("job")[GPU].sum().reindex(table.index, fill_value=0)
-    table["can_train"] = table.running == table.needed
+    table["can_train"] = table.running >= table.needed
     return table
+
+
+def stalled_gpu_hours(result) -> float:
+    """GPU-hours held by jobs while they could not train (`workers`: short of the workers they need),
+    over the whole run: what the run's utilisation counts as busy but no training used."""
+    tasks = result.tasks
+    times = np.unique(np.concatenate([tasks.start.to_numpy(), tasks.end.dropna().to_numpy()]))
+    held = 0.0
+    for begin, end in zip(times[:-1], times[1:]):
+        table = workers(result, begin)
+        held += table.gpus_held[~table.can_train].sum() * (end - begin)
+    return held / 3600.0
 
 
 # ch. 8: the plugins' votes on victims

@@ -20,6 +20,7 @@ CHAPTERS = {
 }
 """clusters/<chapter> -> (preset, time scale)."""
 EXAMPLES = {
+    "ch05": ("gang-pair.yaml", 60.0),  # ch. 5: two 2-hour gangs, one after the other, in 4 minutes
     "ch06": ("queue-order.yaml", 20.0),  # ch. 6: 2.7 hours in 8 minutes
     "ch07": ("priority-stream.yaml", 60.0),  # ch. 7: 12 hours of the prod stream in 12 minutes
 }
