@@ -24,7 +24,7 @@ def fresh(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("folder", [*sets.CHAPTERS, "volcano"])
+@pytest.mark.parametrize("folder", [*sets.CHAPTERS, *sets.EXAMPLES, "volcano"])
 def test_generated_sets_are_not_stale(folder, fresh):
     made = {p.name: p.read_text() for p in (fresh / folder).iterdir()}
     kept = {p.name: p.read_text() for p in (CLUSTERS / folder).iterdir() if p.read_text().startswith(MARKER)}
