@@ -4,6 +4,7 @@ every variant."""
 
 import pytest
 
+from labkit import viz
 from labkit.course import cases, variants
 from labkit.engine.simulate import simulate
 from labkit.grading import check
@@ -79,3 +80,10 @@ def test_q4_names_an_unknown_scheduler_and_refuses_a_string(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "ch04.q4: 错误（不是第 4.4 节的调度器：yunikorn）"
     assert lines[1].startswith("ch04.q4: 错误（应为调度器名列表")
+
+
+def test_the_pod_chart_names_its_time_unit():
+    run = simulate(variants.four_jobs("kube-default"))
+    titles = {unit: viz.job_gantt(run, unit=unit).to_dict()["layer"][0]["encoding"]["x"]["title"]
+              for unit in (1, 60, 3600, 10)}
+    assert titles == {1: "seconds", 60: "minutes", 3600: "hours", 10: "time / 10 s"}
