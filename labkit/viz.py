@@ -263,8 +263,9 @@ def priority_waits(result: Result) -> alt.Chart:
 
 def job_gantt(result: Result, unit: float = 60.0) -> alt.LayerChart:
     """Pods on nodes over time for a small workload: one bar per pod, coloured and labelled by job, the
-    time axis in minutes (`unit` seconds). Pods without GPUs (best-effort) get their own lane under
-    the node, as they share it. For a few jobs, where `gantt`'s colour per tenant says too little."""
+    time axis in units of `unit` seconds (minutes by default, and titled so). Pods without GPUs
+    (best-effort) get their own lane under the node, as they share it. For a few jobs, where `gantt`'s
+    colour per tenant says too little."""
     tasks = result.tasks[result.tasks.start.notna()]
     data = pd.DataFrame({
         "node": tasks.node, "job": tasks.job.str.split("/").str[-1],
@@ -273,7 +274,8 @@ def job_gantt(result: Result, unit: float = 60.0) -> alt.LayerChart:
     data["middle"] = (data.start + data.end) / 2
     base = alt.Chart(data)
     bars = base.mark_bar(stroke="white").encode(
-        x=alt.X("start:Q", title="minutes"), x2="end:Q", y=alt.Y("node:N", title=None), yOffset="lane:N",
+        x=alt.X("start:Q", title={1.0: "seconds", 60.0: "minutes", 3600.0: "hours"}.get(unit, f"time / {unit:g} s")),
+        x2="end:Q", y=alt.Y("node:N", title=None), yOffset="lane:N",
         color=alt.Color("job:N", title="job"), tooltip=["job", "node", "start", "end"])
     labels = base.mark_text(color="white", fontSize=11).encode(x="middle:Q", y="node:N", yOffset="lane:N",
                                                                text="job:N")

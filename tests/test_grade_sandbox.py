@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LIMITS = {"cell": 10, "notebook": 45, "memory": "1G", "jobs": 2}
 needs_bwrap = pytest.mark.skipif(not sandbox.available(), reason="bubblewrap (bwrap) is not installed; .ci/run installs it")
 
-KEEP = {"ch04_architectures": {1, 4, 7}, "ch05_ai_workloads": {1, 6}}
+KEEP = {"ch04_architectures": {1, 11, 17}, "ch05_ai_workloads": {1, 6}}
 """Code cells of the reference kept besides the exercises (setup, the runs the answers read)."""
 
 

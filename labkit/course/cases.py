@@ -139,11 +139,26 @@ def quota_burst(gpu_quota: int = 16, cpu_quota: int = 64, jobs: int = 6, gpus: i
     })
 
 
+FOUR_JOBS_KUEUE = {
+    "resourceFlavors": [{"name": "default-flavor"}],
+    "clusterQueues": [{"name": "cluster", "resourceGroups": [
+        {"coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+         "flavors": [{"name": "default-flavor", "resources": [{"name": "cpu", "nominalQuota": 32},
+                                                             {"name": "memory", "nominalQuota": "32000Mi"},
+                                                             {"name": "nvidia.com/gpu", "nominalQuota": 32}]}]}]}],
+    "localQueues": [{"name": "main", "namespace": "default", "clusterQueue": "cluster"}],
+}
+"""Chapter 4's Kueue objects: one ClusterQueue whose nominalQuota is the whole 4 x 8-GPU cluster."""
+
+
 def four_jobs(policy: str = "volcano-shipped", d_duration: int | None = None) -> Scenario:
     """examples/slurm-backfill.yaml (4 nodes x 8 GPUs; a: 3 nodes, b: a 4-node gang, d and c: 1 node each,
-    submitted in that order) under `policy`; `d_duration` replaces job d's run time in seconds."""
+    submitted in that order) under `policy`; `d_duration` replaces job d's run time in seconds. Under
+    `kueue` the jobs go through `FOUR_JOBS_KUEUE` (LocalQueue main -> ClusterQueue cluster)."""
     data = _example("slurm-backfill.yaml")
     data["scheduler"] = {"policy": policy}
+    if policy == "kueue":
+        data["kueue"] = FOUR_JOBS_KUEUE
     if d_duration is not None:
         next(j for j in data["jobs"] if j["name"] == "d")["duration"] = d_duration
     return spec.validate(data)
