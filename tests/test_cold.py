@@ -1,0 +1,134 @@
+"""A first run on a fresh install: the reference engine answers while the numba core compiles in a
+background process, the core takes over once compiled, and every wait of more than two seconds says
+what it is doing. The cold cache is played by hiding numba's cache from the run until a background
+compile has ended (the compile itself then finds the cache warm and takes a second or two), in a
+fresh interpreter, whose entry points are not compiled in memory yet."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import labkit
+from labkit.course import cases
+from labkit.progress import waiting
+
+ROOT = Path(__file__).resolve().parents[1]
+
+COLD = """
+import json, sys
+import labkit
+from labkit import progress
+from labkit.course import cases
+from labkit.engine import core
+
+cached = core.load_cached
+core.load_cached = lambda dispatcher, sig: any(b.done() for b in core.Build.running.values()) and cached(dispatcher, sig)
+progress.DELAY = 0.0
+scenario = {scenario}
+out = []
+for engine in {engines}:
+    result = labkit.simulate(scenario, engine=engine)
+    out.append([result.info["engine"], result.jobs.to_json(), result.events.to_json()])
+    if engine == "auto" and result.info["engine"] != "numba":
+        [build] = core.Build.running.values()
+        assert build.wait()
+print(json.dumps(out))
+"""
+
+
+def cold_runs(scenario: str, engines: list[str]) -> tuple[list, str]:
+    """The runs of ``scenario`` (Python source) with these engines in a fresh interpreter that finds
+    the core not compiled: (engine, jobs JSON, events JSON) per run, and what it wrote on stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "LABKIT_COMPILE"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", COLD.format(scenario=scenario, engines=engines)],
+                          capture_output=True, text=True, env=env, timeout=1800, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1]), proc.stderr
+
+
+def warm(scenario) -> labkit.Result:
+    """The run on the numba core in this process, which leaves the core in numba's cache."""
+    return labkit.simulate(scenario, engine="numba")
+
+
+def test_reference_answers_a_small_first_run_and_the_core_the_next():
+    expected = warm(labkit.preset("fragmentation"))
+    runs, _ = cold_runs('labkit.preset("fragmentation")', ["auto", "auto"])
+    (first, jobs1, events1), (second, jobs2, events2) = runs
+    assert first == "reference (the numba core for Volcano was compiling in the background)"
+    assert second == "numba"
+    assert jobs1 == jobs2 == expected.jobs.to_json()
+    assert events1 == events2 == expected.events.to_json()
+
+
+def test_core_takes_over_a_long_reference_run_once_compiled():
+    scenario = cases.case_study()
+    expected = warm(scenario)
+    runs, err = cold_runs("cases.case_study()", ["auto"])
+    [(engine, jobs, events)] = runs
+    assert engine == "numba"  # the slice takes the reference engine ~10 s, the compile (cache warm) ~2 s
+    assert "reference engine (the numba core for Volcano compiles meanwhile)" in err
+    assert jobs == expected.jobs.to_json() and events == expected.events.to_json()
+
+
+def test_engine_numba_waits_for_the_compile_and_says_so():
+    expected = warm(cases.four_jobs("slurm-backfill"))
+    runs, err = cold_runs('cases.four_jobs("slurm-backfill")', ["numba"])
+    [(engine, jobs, events)] = runs
+    assert engine == "numba" and jobs == expected.jobs.to_json() and events == expected.events.to_json()
+    assert "compiling the numba core for Slurm (first run only; cached afterwards)" in err
+
+
+def test_a_wait_says_what_it_is_doing_only_after_its_delay(capfd):
+    with waiting("compiling something", delay=0.05):
+        time.sleep(1.5)
+    assert "compiling something: 00:0" in capfd.readouterr().err
+    with waiting("compiling something", delay=5.0):
+        time.sleep(0.1)
+    assert "compiling something" not in capfd.readouterr().err
+
+
+def test_a_compile_another_process_runs_is_followed_not_repeated(tmp_path):
+    from labkit.engine import core, core_clock
+
+    build = core.Build(core_clock.run, ("a signature",))
+    build.mark = tmp_path / "compiling.pid"
+    build.mark.write_text(str(os.getpid()))  # a live process holds the mark
+    build.start()
+    assert build.proc is None and build.other == os.getpid() and not build.ended()
+    build.mark.unlink()  # the compile ended: its process removes the mark
+    assert build.ended() and build.done()
+
+
+def test_a_mark_left_by_a_killed_compile_is_replaced(tmp_path):
+    from labkit.engine import core, core_clock
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    build = core.Build(core_clock.run, ("not a signature",))
+    build.mark = tmp_path / "compiling.pid"
+    build.mark.write_text(str(dead.pid))
+    build.start()
+    assert build.proc is not None and build.proc.pid != dead.pid
+    assert build.mark.read_text() == str(build.proc.pid)
+    build.proc.wait(timeout=600)
+    assert build.failed() and not build.mark.exists()  # a signature numba refuses: the mark goes too
+
+
+def test_labkit_bench_cold_prints_the_first_runs_against_their_targets():
+    out = subprocess.run([sys.executable, "-m", "labkit", "bench", "--cold", "--quick"], capture_output=True,
+                         text=True, timeout=1800, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "cold start (each in a new process with an empty NUMBA_CACHE_DIR):"
+    assert re.fullmatch(r"  target first labkit simulate --preset fragmentation: [\d.]+ s \(cpu [\d.]+ s\) "
+                        r"\(target <= 10 s\) (ok|MISSED)", lines[1])
+    assert re.fullmatch(r"  target labkit.simulate case-study \(first 6 h\): [\d.]+ s \(cpu [\d.]+ s, engine "
+                        r"(numba|reference \(the numba core for Volcano was compiling in the background\))\) "
+                        r"\(target <= 30 s\) (ok|MISSED)", lines[2])
+    assert lines[3].startswith("  labs: not measured (--quick")
