@@ -20,6 +20,8 @@ Progress = Callable[[int, int, float], None]
 
 DELAY = 2.0
 """Seconds a wait goes unannounced."""
+JOIN_S = 1.0
+"""Seconds the end of a wait gives its line to close."""
 
 
 @contextmanager
@@ -72,4 +74,4 @@ def waiting(what: str, delay: float | None = None) -> Iterator[None]:
         yield
     finally:
         over.set()
-        thread.join()
+        thread.join(JOIN_S)  # the line is a courtesy: a display that does not answer never holds the run

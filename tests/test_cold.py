@@ -132,3 +132,78 @@ def test_labkit_bench_cold_prints_the_first_runs_against_their_targets():
                         r"(numba|reference \(the numba core for Volcano was compiling in the background\))\) "
                         r"\(target <= 30 s\) (ok|MISSED)", lines[2])
     assert lines[3].startswith("  labs: not measured (--quick")
+
+
+def test_a_zombie_holding_a_mark_is_no_compile_running(tmp_path):
+    """A compile killed before removing its mark, whose parent has not collected it yet, is ended:
+    a process on the same cache starts its own compile instead of following it for ever."""
+    from labkit.engine import core, core_clock
+
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    stat = Path(f"/proc/{zombie.pid}/stat")
+    deadline = time.monotonic() + 60
+    while stat.read_text().rpartition(")")[2].split()[0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    build = core.Build(core_clock.run, ("not a signature",))
+    build.mark = tmp_path / "compiling.pid"
+    build.mark.write_text(str(zombie.pid))
+    build.start()
+    assert build.other is None and build.proc is not None
+    build.proc.wait(timeout=600)
+    zombie.wait()
+
+
+NOTEBOOK_CELLS = [
+    # numba's cache hidden until a background compile has ended, as in COLD; waits announced at once
+    """import json, time
+from pathlib import Path
+import labkit
+from labkit import progress
+from labkit.course import cases
+from labkit.engine import core
+cached = core.load_cached
+core.load_cached = lambda dispatcher, sig: any(b.done() for b in core.Build.running.values()) and cached(dispatcher, sig)
+progress.DELAY = 0.0""",
+    """data = cases.quota_burst().model_dump(mode="json", by_alias=True, exclude_unset=True)
+data["tenants"][0].pop("resourceQuota")
+data["queues"][0]["capability"] = {"nvidia.com/gpu": 16}
+queued = labkit.spec.validate(data)
+first = labkit.simulate(queued, progress=True)
+[build] = core.Build.running.values()""",
+    # the compile ends while the kernel idles: nothing here looks at it but its mark
+    """deadline = time.monotonic() + 600
+while build.mark.exists() and time.monotonic() < deadline:
+    time.sleep(0.1)
+time.sleep(1.0)
+proc = Path(f"/proc/{build.proc.pid}")
+state = (proc / "stat").read_text().rpartition(")")[2].split()[0] if proc.exists() else 'gone'""",
+    """second = labkit.simulate(queued, progress=True)
+slurm = labkit.simulate(cases.four_jobs("slurm-backfill"), engine="numba", progress=True)
+print(json.dumps([first.info["engine"], second.info["engine"], slurm.info["engine"], state]))""",
+]
+
+
+def test_a_notebook_run_cold_ends_and_leaves_no_zombie(tmp_path):
+    """A lab notebook's kernel on a fresh install (issue 22; ch03's 6-job run): the reference engine
+    answers while the core compiles in the background, the compile ending in an idle kernel is
+    collected at once, and the kernel's next runs (one waiting, with its line, for another
+    family's compile) end. Bounded: a hang fails the test instead of holding the suite."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    warm(labkit.preset("fragmentation"))
+    warm(cases.four_jobs("slurm-backfill"))
+    path = tmp_path / "cold.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell(c) for c in NOTEBOOK_CELLS]), path)
+    run = ("import sys, nbclient, nbformat\nnb = nbformat.read(sys.argv[1], as_version=4)\n"
+           "nbclient.NotebookClient(nb, timeout=900, kernel_name='python3').execute()\n"
+           "print(nb.cells[-1].outputs[-1]['text'])")
+    env = {k: v for k, v in os.environ.items() if k != "LABKIT_COMPILE"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", run, str(path)], capture_output=True, text=True, env=env,
+                          timeout=1200, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    first, second, slurm, state = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert first == "reference (the numba core for Volcano was compiling in the background)"
+    assert second == slurm == "numba"
+    assert state == "gone"

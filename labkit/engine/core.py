@@ -34,6 +34,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 import time
 from collections import namedtuple
 from contextlib import contextmanager
@@ -717,14 +718,15 @@ def load_cached(dispatcher, sig: tuple) -> bool:
 
 
 BUILD = """import importlib, os, pickle, sys
-module, name, sig, mark = pickle.load(sys.stdin.buffer)
+module, name, sig, mark = pickle.loads(bytes.fromhex(sys.argv[1]))
 try:
     getattr(importlib.import_module(module), name).compile(sig)
 finally:
     os.unlink(mark)
 """
 """The background compile: the entry point, compiled for the signature, lands in numba's cache; the
-mark that says it is running goes when it ends."""
+mark that says it is running goes when it ends. What to compile comes on the command line, so that
+starting it writes to no pipe."""
 
 FRESH_MARK_S = 10.0
 """A mark without a process id yet is taken for a compile being started while this young."""
@@ -734,7 +736,13 @@ class Build:
     """One background compile of an entry point for a signature, in its own process (numba holds
     the interpreter while it compiles, and a second core is free for the reference engine). A mark
     file beside numba's cache holds the compiling process's id, so that other processes on the same
-    cache (a second ``labkit simulate``, another notebook) wait for it instead of compiling too."""
+    cache (a second ``labkit simulate``, another notebook) wait for it instead of compiling too.
+
+    The process runs in a session of its own, so that interrupting or restarting a notebook's
+    kernel (Jupyter signals the kernel's whole process group) does not kill it half-way, and a
+    thread collects it the moment it ends, whether or not the run that started it still looks: a
+    kernel left idle never holds an ended compile as a zombie, which other processes would take
+    for a compile still running."""
 
     running: ClassVar[dict[str, Build]] = {}
 
@@ -767,13 +775,13 @@ class Build:
                 continue
             root = str(Path(__file__).resolve().parents[2])
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-            self.proc = subprocess.Popen([sys.executable, "-c", BUILD], stdin=subprocess.PIPE,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            payload = (self.dispatcher.py_func.__module__, self.dispatcher.__name__, self.sig, str(self.mark))
+            self.proc = subprocess.Popen([sys.executable, "-c", BUILD, pickle.dumps(payload).hex()],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, env=env, start_new_session=True)
             os.write(fd, str(self.proc.pid).encode())
             os.close(fd)
-            payload = (self.dispatcher.py_func.__module__, self.dispatcher.__name__, self.sig, str(self.mark))
-            self.proc.stdin.write(pickle.dumps(payload))
-            self.proc.stdin.close()
+            threading.Thread(target=self.proc.wait, name="labkit-compile-reaper", daemon=True).start()
         return self
 
     def ended(self) -> bool:
@@ -811,13 +819,19 @@ def _compiling(mark: Path) -> int | None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the process runs: it exists and is not a zombie (ended, not yet collected by its
+    parent; a compile killed before removing its mark is one until then)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: existing is all that can be told
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def _record(c: Compiled, m: dict) -> RunRecord:
