@@ -192,16 +192,7 @@ def _register_plugins(sub) -> None:
     replay.register(sub)
 
 
-def _warn_once(message, category, filename, lineno, file=None, line=None) -> None:
-    """labkit's warnings as one `labkit: note:` line each; others as Python shows them."""
-    if issubclass(category, LabkitWarning):
-        print(f"labkit: note: {message}", file=sys.stderr)
-    else:
-        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
-
-
 def main(argv: list[str] | None = None) -> int:
-    warnings.showwarning = _warn_once
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)

@@ -4,6 +4,8 @@
 so the CLI can print `<path>: <message>` and exit 2.
 """
 
+import warnings
+
 
 class LabkitError(Exception):
     """Any error labkit reports to the user as one line (exit 2 from the CLI)."""
@@ -20,6 +22,19 @@ class SpecError(LabkitError):
 
 class LabkitWarning(UserWarning):
     """Something the user should know that does not stop the run (e.g. the slower engine runs)."""
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """labkit's warnings as one `labkit: note:` line, with no file or line of labkit's own (the same on
+    every install, so a notebook's stored output does not depend on where labkit lives); the others
+    as Python formats them."""
+    if issubclass(category, LabkitWarning):
+        return f"labkit: note: {message}\n"
+    return _python_format_warning(message, category, filename, lineno, line)
+
+
+_python_format_warning = warnings.formatwarning
+warnings.formatwarning = _format_warning
 
 
 EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_INTERNAL = 2, 130, 3

@@ -175,15 +175,21 @@ def summary(result: Result) -> dict:
     }
 
 
-def per_queue(result: Result) -> pd.DataFrame:
-    """Per queue: jobs, completed, not started by T, mean waited (unstarted counted to T), evictions, GPU-hours held."""
+def per_queue(result: Result, by: str = "queue") -> pd.DataFrame:
+    """Per queue: jobs, completed, not started by T, mean waited (unstarted counted to T), evictions, GPU-hours held.
+
+    `by` names another jobs column to group by, e.g. ``priority``: jobs of one queue told apart by
+    their PriorityClass value (rows highest first).
+    """
     jobs = result.jobs.assign(waited=waited(result))
-    table = jobs.groupby("queue").agg(jobs=("name", "size"),
-                                      completed=("state", lambda s: int((s == "Completed").sum())),
-                                      not_started=("start", lambda s: int(s.isna().sum())),
-                                      mean_wait_s=("waited", "mean"), evictions=("evictions", "sum"))
-    table["gpu_hours"] = gpu_seconds(result, by="queue").reindex(table.index, fill_value=0.0) / 3600
-    return table.round(1)
+    table = jobs.groupby(by).agg(jobs=("name", "size"),
+                                 completed=("state", lambda s: int((s == "Completed").sum())),
+                                 not_started=("start", lambda s: int(s.isna().sum())),
+                                 mean_wait_s=("waited", "mean"), evictions=("evictions", "sum"))
+    held = gpu_seconds(result, by="job")
+    held = held.groupby(held.index.map(dict(zip(job_keys(result), result.jobs[by])))).sum()
+    table["gpu_hours"] = held.reindex(table.index, fill_value=0.0) / 3600
+    return table.sort_index(ascending=by != "priority").round(1)
 
 
 def _round(x: float) -> float:

@@ -215,3 +215,23 @@ def compare_chart(results: dict[str, Result],
         x=alt.X("policy:N", title=None), y=alt.Y("value:Q", title=None), color=alt.Color("policy:N", legend=None),
         tooltip=["policy", "measure", "value"],
     ).properties(width=120, height=160).facet(facet="measure:N", columns=len(measures)).resolve_scale(y="independent")
+
+
+# ch. 7: waits by PriorityClass
+
+
+def priority_waits(result: Result) -> alt.Chart:
+    """Each job's `metrics.waited` against its submit time, coloured by priority value; a triangle is a
+    job still waiting at the horizon (its wait is a lower bound)."""
+    jobs = result.jobs
+    data = pd.DataFrame({"job": jobs.name, "submit_h": jobs.submit / HOUR, "waited_h": metrics.waited(result) / HOUR,
+                         "priority": jobs.priority.astype(str),
+                         "started": jobs.start.notna().map({True: "started", False: "still waiting"})})
+    return alt.Chart(data).mark_point(size=60, filled=True).encode(
+        x=alt.X("submit_h:Q", title="submitted (hours)"),
+        y=alt.Y("waited_h:Q", title="waited (hours; to the horizon if not started)"),
+        color=alt.Color("priority:N", title="priority"),
+        shape=alt.Shape("started:N", title=None, scale=alt.Scale(domain=["started", "still waiting"],
+                                                                 range=["circle", "triangle-up"])),
+        tooltip=["job", "priority", "started", alt.Tooltip("waited_h:Q", format=".2f")],
+    ).properties(title="waited per job by priority (triangle: still waiting)", width=500, height=220)

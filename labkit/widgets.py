@@ -227,6 +227,7 @@ CHARTS: dict[str, Callable[[Result], Any]] = {
     "share": viz.share_chart,
     "queue_length": viz.queue_length_chart,
     "wait_cdf": viz.wait_cdf,
+    "priority_waits": viz.priority_waits,
 }
 
 
@@ -234,10 +235,10 @@ WAIT_NOTE = "平均等待：到模拟结束仍未启动的作业（未启动）�
 """Said under the panel's table: the waits of jobs that never started are censored at the horizon."""
 
 
-def metrics_table(result: Result) -> pd.DataFrame:
-    """The panel's table: per queue jobs, completed, not started, mean wait (unstarted jobs counted to the
-    horizon), evictions, GPU-hours, plus a cluster row."""
-    table = metrics.per_queue(result)
+def metrics_table(result: Result, by: str = "queue") -> pd.DataFrame:
+    """The panel's table: per queue (or per `by`, see `metrics.per_queue`) jobs, completed, not started,
+    mean wait (unstarted jobs counted to the horizon), evictions, GPU-hours, plus a cluster row."""
+    table = metrics.per_queue(result, by)
     total = metrics.summary(result)
     cluster = pd.DataFrame([{"jobs": total["jobs"], "completed": total["completed"], "not_started": total["not_started"],
                              "mean_wait_s": total["mean_wait_s"], "evictions": total["evictions"],
@@ -274,11 +275,13 @@ class Debouncer:
 
 
 class Panel:
-    """Knobs, charts and a metrics table over one scenario; re-runs `run(scenario)` when a knob moves."""
+    """Knobs, charts and a metrics table over one scenario; re-runs `run(scenario)` when a knob moves.
+    The table has a row per queue, or per `by` (``priority``: the PriorityClass values of one queue's jobs)."""
 
     def __init__(self, scenario: Scenario, knobs: Sequence[Knob], charts: Sequence[str] = ("utilisation", "gantt"),
-                 run: Callable[[Scenario], Result] = simulate, debounce: float = 0.3):
+                 run: Callable[[Scenario], Result] = simulate, debounce: float = 0.3, by: str = "queue"):
         self.base = scenario
+        self.by = by
         self.knobs = {k.name: k for k in knobs}
         self.values = {k.name: k.value for k in knobs}
         self.chart_names = list(charts)
@@ -320,7 +323,7 @@ class Panel:
             self._status.value = f"<b style='color:#b00'>场景不接受这个取值，图表仍是上一次的结果：{html.escape(str(err))}</b>"
             return
         self.runs += 1
-        self.table = metrics_table(self.result)
+        self.table = metrics_table(self.result, self.by)
         self.svgs = [viz.to_svg(CHARTS[name](self.result)) for name in self.chart_names]
         for holder, svg in zip(self._charts, self.svgs):
             holder.value = svg

@@ -108,12 +108,16 @@ def _running(tasks, t: float):
 
 
 def broken_gangs(result: Result) -> list[tuple]:
-    """(job, time, pods) wherever a job runs some pods but fewer than its minAvailable."""
+    """(job, time, pods) wherever a job runs some pods but fewer than its minAvailable, counting its
+    pods that have succeeded by then as Volcano's gang does (`JobInfo.ReadyTaskNum` counts Succeeded):
+    a recreated surplus pod may run on alone after the job's other pods completed."""
     minimum = {f"{j.namespace}/{j.name}": j.min_available_resolved for j in result.scenario.jobs}
+    tasks = result.tasks
     bad = []
     for t in instants(result):
-        for job, count in _running(result.tasks, t).groupby("job").size().items():
-            if count < minimum[job]:
+        succeeded = tasks[tasks.evicted.isna() & (tasks.end <= t)].groupby("job").size()
+        for job, count in _running(tasks, t).groupby("job").size().items():
+            if count + succeeded.get(job, 0) < minimum[job]:
                 bad.append((job, t, count))
     return bad
 

@@ -88,7 +88,7 @@ REFUSED = [
      "1..10800"),
     (base(scheduler={"slurm": {"SchedulerParameters": "bf_resolution=²"}}), "scheduler.slurm.SchedulerParameters",
      "whole number"),
-    (base(scheduler={"slurm": {"PriorityCalcPeriod": 1e-9}}), "scheduler.slurm.PriorityCalcPeriod", "1m"),
+    (base(scheduler={"slurm": {"PriorityCalcPeriod": 1e-9}}), "scheduler.slurm.PriorityCalcPeriod", "at least 1s"),
     (base(scheduler={"policy": "volcano-shipped", "schedulePeriod": 1e-9}), "scheduler.schedulePeriod", "0.01"),
     # LimitRange: Kubernetes' LimitRanger refuses a pod above max or below min
     (base(tenants=[{"name": "t", "limitRange": {"limits": [{"max": {"nvidia.com/gpu": 4}}]}}],

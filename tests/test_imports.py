@@ -154,7 +154,7 @@ ALLOWED = {
     # replay judges the recorded real runs by compare's rules, with the real run's session latency
     # (k8s.observe's schedule period and the vcjob's two-session start)
     "labkit.conformance": ENGINE | {"labkit.compare", "labkit.k8s.observe"},
-    "labkit.course": ANALYSIS | {"labkit.grading"},
+    "labkit.course": ANALYSIS | {"labkit.grading", "labkit.conformance"},
     "labkit.grading": ANALYSIS | {"labkit.course"},
     "labkit.bench": ENGINE,
     "labkit.k8s": RECORDS | {"labkit.commands", "labkit.slurm.conf"},

@@ -6,6 +6,7 @@ and LimitRange defaults, and FailedScheduling messages built from the per-node r
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from scenarios import broken_gangs, kube_scenarios, over_committed_nodes, quota_exceeded
@@ -231,6 +232,31 @@ def test_gang_waits_at_permit_and_times_out():
     gang = result.tasks[result.tasks.job == "default/gang"]
     assert len(gang) == 10 and set(gang.start) == {200.0}
     assert not broken_gangs(result)
+
+
+def test_preempting_a_pod_waiting_at_permit_rejects_it():
+    # two usable 4-GPU nodes; `big` (high, 2 GPUs) holds one until 511 s; gang `low` (3 x 3 GPUs, minMember 2)
+    # keeps one pod reserved at Permit on the free node; when `big` ends, gang `high` (2 x 3 GPUs) takes one
+    # node and preempts the waiting pod on the other. A waiting victim is rejected (prepareCandidate:
+    # waitingPod.Reject "preempted"), not deleted with a grace period, so `high` binds at that instant and
+    # `low`'s reserved pod never runs alone (hypothesis found it bound alone at 540 s, its sibling counted
+    # while terminating)
+    pools = [{"name": "p0", "count": 2, "resources": {"nvidia.com/gpu": 4, "cpu": 32, "memory": "256Gi"}}]
+    jobs = [job("big", gpus=2, duration=511, cls="p100"), job("a", gpus=1, duration=60), job("b", gpus=1, duration=60),
+            job("low", gpus=3, replicas=3, duration=60, gracePeriod=30, task={"minAvailable": 2}),
+            job("high", gpus=3, replicas=2, duration=60, cls="p100")]
+    case = scenario(jobs, pools=pools, policy="kube-coscheduling")
+    results = [labkit.simulate(case, engine=engine) for engine in ("numba", "reference")]
+    for result in results:
+        assert not broken_gangs(result)
+        events, tasks = result.events, result.tasks
+        rejected = events[events.message == "preempted"]
+        assert len(rejected) == 1 and rejected.task.iloc[0].startswith("default/low-")
+        assert not (events.kind == "Evicted").any()
+        big_end = tasks[tasks.job == "default/big"].end.iloc[0]
+        assert set(tasks[tasks.job == "default/high"].start) == {big_end}
+    pd.testing.assert_frame_equal(results[0].tasks, results[1].tasks)
+    pd.testing.assert_frame_equal(results[0].events, results[1].events)
 
 
 def test_gang_rejected_in_post_filter_and_partial_pods_without_coscheduling():

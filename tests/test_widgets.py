@@ -79,15 +79,21 @@ def test_the_widget_drives_the_same_callbacks(scenario):
     assert panel.values[f"queue/a/capability/{GPU}"] == 12 and panel.runs == 2
 
 
-def test_a_failing_run_keeps_the_last_result(scenario):
+def _refusing_after_the_first_run(message: str):
+    """An engine for a panel: the first run simulates, every later one raises LabkitError(message)."""
     calls = []
 
     def engine(s):
         calls.append(s)
         if len(calls) > 1:
-            raise LabkitError("engine refused")
+            raise LabkitError(message)
         return labkit.simulate(s)
 
+    return engine
+
+
+def test_a_failing_run_keeps_the_last_result(scenario):
+    engine = _refusing_after_the_first_run("engine refused")
     panel = widgets.Panel(scenario, [widgets.queue_weight(scenario, "a")], charts=(), run=engine, debounce=0)
     result = panel.result
     panel.set("queue/a/weight", 2)
@@ -125,14 +131,7 @@ def test_what_a_student_reads_is_chinese_and_the_code_stays_english(scenario):
     assert all(_chinese(label) for label, _ in dropdown.options[1:])
     assert dropdown.options[1] == ("volcano-shipped：Volcano 安装自带（enqueue、allocate、backfill，无抢占）", "volcano-shipped")
 
-    calls = []
-
-    def engine(s):
-        calls.append(s)
-        if len(calls) > 1:
-            raise LabkitError("queues[0].weight: must be >= 1")
-        return labkit.simulate(s)
-
+    engine = _refusing_after_the_first_run("queues[0].weight: must be >= 1")
     panel = widgets.Panel(scenario, [widgets.queue_weight(scenario, "a")], charts=(), run=engine, debounce=0)
     assert panel._status.value.startswith("第 1 次运行：")
     assert list(panel.table.columns[:2]) == ["jobs", "completed"] and "cluster" in panel.table.index

@@ -6,6 +6,7 @@ from importlib import resources
 from typing import Any
 
 from .. import spec
+from ..conformance import replay
 from ..spec import Scenario
 from ..spec.quantity import parse_duration, parse_quantity
 
@@ -158,4 +159,148 @@ def shape_snapshot(replicas: int) -> Scenario:
     task = data["jobs"][-1]["tasks"][0]
     task.update(replicas=replicas, resources={"nvidia.com/gpu": 16 // replicas, "cpu": 8, "memory": "64Gi"})
     data["jobs"][-1]["name"] = f"tp16x{replicas}"
+    return spec.validate(data)
+
+
+# ch. 7: priority and PriorityClass
+
+
+def priority_stream(horizon: str | None = None, split: bool = False, global_default: str | None = "batch",
+                    batch_jobs: int | None = None) -> Scenario:
+    """examples/priority-stream.yaml: a steady stream of 8-GPU prod jobs (value 1000) that alone fills
+    2 nodes x 8 GPUs, and 4-GPU batch jobs naming no PriorityClass, in one queue.
+
+    `horizon` replaces the run's end; `split=True` is the fix: queue prod for the stream, queue batch
+    for the batch jobs (weight 1 each); `global_default` names the class marked globalDefault (None:
+    no class is); `batch_jobs` keeps that many batch jobs (one every 10 minutes from t=1h), more are
+    added at the same spacing."""
+    text = (EXAMPLES / "priority-stream.yaml").read_text(encoding="utf-8")
+    data = spec.loads(text, source="examples/priority-stream.yaml").model_dump(mode="json", by_alias=True,
+                                                                              exclude_unset=True)
+    if horizon is not None:
+        data["horizon"] = horizon
+        data["workloads"][0]["end"] = horizon
+    names = {p["name"] for p in data["priorityClasses"]}
+    if global_default is not None and global_default not in names:
+        raise ValueError(f"global_default must be one of {sorted(names)} or None, not {global_default!r}")
+    for pclass in data["priorityClasses"]:
+        pclass["globalDefault"] = pclass["name"] == global_default
+    if batch_jobs is not None:
+        first, *_ = data["jobs"]
+        data["jobs"] = [dict(first, name=f"batch-{i}", submit=first["submit"] + 600 * i) for i in range(batch_jobs)]
+    if split:
+        data["queues"] = [{"name": "prod"}, {"name": "batch"}]
+        data["workloads"][0]["queue"] = "prod"
+        for job in data["jobs"]:
+            job["queue"] = "batch"
+    return spec.validate(data)
+
+
+def priority_preempt(never: bool = False) -> Scenario:
+    """The recorded real-Volcano run `priority-preempt` (labkit/conformance/volcano-real), scored as it was
+    recorded; `never=True` gives its high class `preemptionPolicy: Never`."""
+    data = replay.load_recording(replay.RECORDINGS / "priority-preempt").scenario.model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    if never:
+        next(p for p in data["priorityClasses"] if p["name"] == "high")["preemptionPolicy"] = "Never"
+    return spec.validate(data)
+
+
+def priority_stream_slurm(age_weight: int = 0, max_age: str = "4h") -> Scenario:
+    """`priority_stream` on Slurm: the same prod jobs (written out one by one) and batch jobs, the two
+    PriorityClasses as QOS of the same priority (prod 1000, batch 100; slurmdbd), sched/builtin (strict
+    priority order, no backfill) with multifactor priority: PriorityWeightQOS 10000, PriorityWeightAge
+    `age_weight` (0: no aging) reached after `max_age` of waiting (PriorityMaxAge)."""
+    base = priority_stream()
+    stream = base.workloads[0]
+    every, first, end = (parse_duration(x) for x in (stream.arrival.interval, stream.start, stream.end))
+    count = int(-(-(end - first) // every))
+    replicas, pod = stream.pod_shape(int(stream.gpus))
+    prod_task = {"name": "worker", "replicas": replicas, "resources": pod}
+    jobs = [{"name": f"prod-{k:05d}", "submit": first + k * every, "duration": stream.duration, "qos": "prod",
+             "tasks": [prod_task]} for k in range(count)]
+    jobs += [dict(job.model_dump(mode="json", by_alias=True, exclude_unset=True), qos="batch") for job in base.jobs]
+    for job in jobs:
+        job["timeLimit"] = f"{parse_duration(job['duration']) + 600:g}s"
+    classes = {p.name: p.value for p in base.priority_classes}
+    return spec.validate({
+        "name": "priority-stream-slurm", "horizon": base.horizon,
+        "cluster": base.cluster.model_dump(mode="json", by_alias=True, exclude_unset=True),
+        "slurm": {"partitions": [{"name": "gpu", "default": True}],
+                  "qos": [{"name": name, "priority": value} for name, value in classes.items()]},
+        "jobs": jobs,
+        "scheduler": {"policy": "slurm-builtin", "slurm": {
+            "SchedulerType": "sched/builtin", "PriorityType": "priority/multifactor", "PriorityWeightQOS": 10000,
+            "PriorityWeightAge": int(age_weight), "PriorityMaxAge": max_age,
+            "AccountingStorageType": "accounting_storage/slurmdbd", "AccountingStorageEnforce": "limits,qos"}},
+    })
+# ch. 10: Volcano Queue weight / deserved / guarantee
+
+QUEUE_TRIO_GPUS = (24, 16, 4)
+"""Chapter 10's default GPU requests of team-a, team-b, team-c (in 4-GPU jobs)."""
+
+
+def queue_conf(plugin: str = "proportion", policy: str = "volcano-shipped") -> dict[str, Any]:
+    """The `policy` preset's Volcano conf with its queue plugin set to `plugin` (proportion or capacity,
+    the two that compute a queue's deserved; they are used one instead of the other)."""
+    if plugin not in ("proportion", "capacity"):
+        raise ValueError(f"plugin must be proportion or capacity, not {plugin!r}")
+    conf = spec.policy(policy).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for tier in conf["tiers"]:
+        tier["plugins"] = [dict(p, name=plugin) if p["name"] in ("proportion", "capacity") else p
+                           for p in tier["plugins"]]
+    return conf
+
+
+def queue_trio(weights: tuple[int, int, int] = (5, 3, 2), gpus: tuple[int, int, int] = QUEUE_TRIO_GPUS,
+               queues: dict[str, dict[str, Any]] | None = None, plugin: str = "proportion",
+               policy: str = "volcano-shipped", admitted: bool = True) -> Scenario:
+    """Three queues on 4 nodes x 8 GPUs, every job already admitted (PodGroup Inqueue, its pods created)
+    at 0 s and running 1 h; team-a, team-b and team-c ask for `gpus` GPUs in 4-GPU jobs (two fit a node,
+    so no GPU is stranded by placement); the first session's request is then every job's. `admitted=False`:
+    the jobs are only submitted at 0 s (what a real cluster is given), and enqueue admits them first.
+    `weights` are the queues' spec.weight; `queues` adds Queue fields by name (guarantee, deserved,
+    capability, reclaimable); `plugin` and `policy` as in `queue_conf`."""
+    jobs = []
+    size = 4
+    for team, want in zip(TEAMS, gpus):
+        if want % size:
+            raise ValueError(f"{team} asks for {want} GPUs, not a multiple of its {size}-GPU jobs")
+        jobs += [{"name": f"{team[-1]}{i + 1}", "namespace": team, "queue": team, "submit": 0, "duration": "1h",
+                  **({"status": {"phase": "Inqueue"}} if admitted else {}),
+                  "tasks": [{"name": "worker", "resources": {"nvidia.com/gpu": size, "cpu": 2 * size,
+                                                             "memory": f"{16 * size}Gi"}}]}
+                 for i in range(want // size)]
+    return spec.validate({
+        "name": "queue-trio",
+        "cluster": {"pools": [{"name": "a100", "count": 4,
+                               "resources": {"nvidia.com/gpu": 8, "cpu": 64, "memory": "512Gi", "pods": 110}}]},
+        "tenants": [{"name": team} for team in TEAMS],
+        "queues": [{"name": team, "weight": int(w), **(queues or {}).get(team, {})} for team, w in zip(TEAMS, weights)],
+        "jobs": jobs,
+        "scheduler": {"policy": policy, "conf": queue_conf(plugin, policy)},
+    })
+
+
+def reclaim_pair(reclaimable: bool = True) -> Scenario:
+    """The recorded real-Volcano run `queues-reclaim` (labkit/conformance/volcano-real; team-b, weight 1,
+    fills 4 nodes x 8 GPUs with eight 4-GPU jobs, team-a, weight 3, asks for 4 GPUs at 12 s and a 2 x 4-GPU
+    gang at 18 s, under volcano-multitenant) with team-b's Queue `reclaimable` set."""
+    data = replay.load_recording(replay.RECORDINGS / "queues-reclaim").scenario.model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    next(q for q in data["queues"] if q["name"] == "team-b")["reclaimable"] = bool(reclaimable)
+    return spec.validate(data)
+
+
+def queue_stream(weights: tuple[int, int, int] = (5, 3, 2), gpus: tuple[int, int, int] = (32, 32, 32),
+                 queues: dict[str, dict[str, Any]] | None = None, plugin: str = "proportion",
+                 policy: str = "volcano-multitenant") -> Scenario:
+    """Chapter 10's panel: `queue_trio`'s queues and 4-GPU jobs, submitted over the first hour (one every
+    5 minutes, the teams interleaved) and running 1 to 3.5 hours, under `policy` (by default with reclaim
+    and preempt, so each queue's deserved is enforced, not only its admission)."""
+    data = queue_trio(weights, gpus, queues, plugin, policy, admitted=False).model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    for i, job in enumerate(data["jobs"]):
+        job["submit"] = f"{(i * 7 % 13) * 5}m"
+        job["duration"] = f"{60 + (i * 5 % 6) * 30}m"
     return spec.validate(data)

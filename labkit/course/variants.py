@@ -24,10 +24,22 @@ from . import cases
 ENV = "LABKIT_STUDENT"
 
 OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
+    # ch. 1: ex. 1.1 asks one team's mean wait in one of the two set-ups of 1.4 (six distinct numbers)
+    1: {"setup": ("naive", "tenancy"), "team": ("team-a", "team-b", "team-c")},
+    # ch. 2: nodes in the fragmentation snapshot of ex. 2.1 (one 4-GPU resident each, tp8 waiting)
+    2: {"nodes": (4, 5, 6, 7, 8)},
+    # ch. 3: ex. 3.2's burst: evaluation jobs and GPUs per job (at most 28 GPUs, within the 4 x 8 cluster;
+    # 7 x 8 CPU + the clean-up pods' 2 x 4 stay within the 64-CPU quota)
+    3: {"jobs": (6, 5, 7), "gpus": (4, 2, 3)},
     # ch. 4: job c's run time (s) in the four-job workload; d must leave the free node before a ends
     4: {"c_duration": (20, 12, 14, 16, 18, 22, 24, 26, 28, 30)},
     # ch. 5: workers (one 8-GPU node each) per data-parallel job in the gang pair
     5: {"workers": (2, 3, 4)},
+    # ch. 7: the class marked globalDefault in the priority stream; batch jobs queued behind the stream
+    7: {"default_class": ("batch", "none", "prod"), "batch_jobs": (6, 3, 4, 5, 7, 8)},
+    # ch. 10: the three queues' weights (a, b, c) and GPU requests (a, b, c, in 4-GPU jobs)
+    10: {"weights": ((5, 3, 2), (4, 3, 1), (3, 2, 1), (6, 3, 1), (4, 2, 2), (5, 4, 1), (3, 3, 2)),
+         "gpus": ((24, 16, 4), (20, 20, 4), (28, 12, 8), (16, 24, 4), (24, 20, 8), (20, 16, 8))},
 }
 
 _typed = ""

@@ -282,6 +282,8 @@ class Simulation:
         if now < decisions.wake_at < math.inf and decisions.wake_at not in self.wakes:
             self.wakes.add(decisions.wake_at)
             heapq.heappush(self.heap, (decisions.wake_at, WAKE, -1, 0))
+        if decisions.event_now:
+            self.timer(now)
         for placement in decisions.pipelined:
             # Pipelining is not kept between sessions: the same snapshot pipelines the same way,
             # so it is no change; the release it waits for is an event that runs the next session.

@@ -875,6 +875,9 @@ class Decisions:
     * ``notes``: :class:`Note` s, in order.
     * ``wake_at``: the earliest time a decision of this session may change with no other event
       (a Permit timeout, a BeginTime); the clock runs a session then. inf = none.
+    * ``event_now``: the session itself made a cluster event the scheduler reacts to at once (kube:
+      a pod waiting at Permit rejected by preemption frees its node; AssignedPodDelete moves the
+      queue), so the clock runs the next session at this instant.
     * ``priorities``: {job: priority} for schedulers whose job priority is computed (Slurm's
       multifactor), as it stood in this session; the Result reports a job's last one before it started.
     """
@@ -887,6 +890,7 @@ class Decisions:
     waiting: list[Placement] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     wake_at: float = math.inf
+    event_now: bool = False
     priorities: dict[int, int] = field(default_factory=dict)
 
 

@@ -83,6 +83,34 @@ def integer(value: Any, what: str = "一个整数") -> int:
     return int(value)
 
 
+@dataclass(frozen=True)
+class Decimal:
+    """A decimal answer (a wait in minutes, a share) judged within ± `tolerance`, the margin the exercise
+    states (`stated`, e.g. "±0.1 分钟"): a value read off a table rounded to one decimal passes, and a
+    nearby wrong number fails, where truncating to an integer would blur both."""
+
+    tolerance: float
+    unit: str = ""
+    what: str = "一个数"
+
+    @property
+    def stated(self) -> str:
+        """The tolerance as the exercise text and the verdict give it: "±0.1 分钟"."""
+        return f"±{self.tolerance:g}" + (f" {self.unit}" if self.unit else "")
+
+    def read(self, value: Any) -> float:
+        """The answer as a float: an int or a finite float; a bool, a string or None is refused."""
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise Unusable(f"应为{self.what}（允许误差 {self.stated}）")
+        return float(value)
+
+    def judge(self, value: Any, expected: float) -> tuple[bool, str]:
+        """(passed, reason): passed when |value − expected| <= tolerance (up to float rounding)."""
+        got = self.read(value)
+        ok = abs(got - expected) <= self.tolerance * (1 + 1e-9)
+        return ok, f"{got:g} 与标准答案相差超过允许误差 {self.stated}"
+
+
 def names(value: Any, what: str = "作业名列表") -> list[str]:
     """A list of names (a list, tuple or set of strings)."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

@@ -162,8 +162,10 @@ def command(work: Path, notebook: str, student: str, limits: Limits, uid: int | 
         return ["env", "-i", *[f"{k}={v}" for k, v in env.items()], *runner]
     argv = [BWRAP, "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox", "--clearenv",
-            *_bindings(), "--proc", "/proc", "--dev", "/dev", "--bind", str(work), HOME,
-            "--bind", str(work / "tmp"), "/tmp", "--chdir", HOME]
+            # the private /tmp first: a later mount inside it (labkit or Python installed under /tmp)
+            # stays visible, where one made before it would be covered
+            "--bind", str(work / "tmp"), "/tmp",
+            *_bindings(), "--proc", "/proc", "--dev", "/dev", "--bind", str(work), HOME, "--chdir", HOME]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     if uid is None:

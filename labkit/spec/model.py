@@ -612,8 +612,9 @@ class SlurmConf(BaseModel):
     @field_validator("priority_calc_period")
     @classmethod
     def _calc_period(cls, value: str | float) -> str | float:
-        if parse_duration(value) < 60:
-            raise ValueError("must be at least 1m: slurm.conf gives PriorityCalcPeriod in whole minutes")
+        if parse_duration(value) < 1:
+            raise ValueError("must be at least 1s (slurm.conf gives it in whole minutes; labkit allows "
+                             "seconds for fine-grained labs, not a recalculation every nanosecond)")
         return value
 
     def parameters(self) -> dict[str, int | bool]:

@@ -7,6 +7,10 @@ import os
 import signal
 import socket
 import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -41,6 +45,36 @@ class LocalOnly:
         else:
             self.refused.append(url)
             route.abort()
+
+
+@contextmanager
+def local_page(api, profile: Path, viewport: dict, timeout_ms: int) -> Iterator[tuple[object, LocalOnly]]:
+    """A page of Debian's chromium (headless, a fresh profile in `profile`) whose every request goes
+    through a `LocalOnly` router; yields the page and the router."""
+    router = LocalOnly()
+    with api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True,
+                                                        args=FLAGS, viewport=viewport)
+        try:
+            context.route("**/*", router)
+            page = context.new_page()
+            page.set_default_timeout(timeout_ms)
+            yield page, router
+        finally:
+            context.close()
+
+
+def wait_serving(url: str, server: subprocess.Popen, timeout: float, failure: Callable[[], str]) -> None:
+    """Poll `url` until it answers; fail the test with `failure()` once `server` exits or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(failure())
+            time.sleep(0.2)
 
 
 def free_port() -> int:

@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import chromium
@@ -50,15 +49,8 @@ def jupyterlab(tmp_path):
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not start: {(tmp_path / 'jupyterlab.log').read_text()[-2000:]}")
-                time.sleep(0.5)
+        chromium.wait_serving(f"{base}/api/status?token={token}", server, START_TIMEOUT,
+                              lambda: f"JupyterLab did not start: {(tmp_path / 'jupyterlab.log').read_text()[-2000:]}")
         yield f"{base}/lab?token={token}"
     finally:
         chromium.stop(server)
@@ -85,15 +77,9 @@ def _run_all(page, chart) -> None:
 
 
 def test_slider_reruns_the_engine_and_redraws(jupyterlab, tmp_path):
-    local_only = chromium.LocalOnly()
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=str(chromium.CHROMIUM), headless=True, args=chromium.FLAGS,
-            viewport={"width": 1500, "height": 1100})
+    with chromium.local_page(sync_api, tmp_path / "profile", {"width": 1500, "height": 1100},
+                             STEP_TIMEOUT_MS) as (page, local_only):
         try:
-            browser.route("**/*", local_only)
-            page = browser.new_page()
-            page.set_default_timeout(STEP_TIMEOUT_MS)
             page.goto(jupyterlab)
             # open the notebook once, from the file browser (a /lab/tree/ URL can open it twice, racing two kernels)
             page.locator(".jp-DirListing-itemText", has_text=NOTEBOOK.name).dblclick()
@@ -121,8 +107,6 @@ def test_slider_reruns_the_engine_and_redraws(jupyterlab, tmp_path):
         except BaseException:  # pytest.fail too: keep the page for the failure report
             page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
             raise
-        finally:
-            browser.close()
     print(f"screenshots: {tmp_path / 'panel-before.png'} {tmp_path / 'panel.png'}")
     assert slider_value.strip() == "12"
     assert after_table != before_table

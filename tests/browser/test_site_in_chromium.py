@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from urllib.parse import quote, urlparse
@@ -40,15 +39,7 @@ def site(tmp_path_factory):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/index.html", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("the loopback HTTP server did not start")
-                time.sleep(0.2)
+        chromium.wait_serving(f"{base}/index.html", server, 30, lambda: "the loopback HTTP server did not start")
         yield base, out
     finally:
         chromium.stop(server)
@@ -57,18 +48,9 @@ def site(tmp_path_factory):
 @pytest.fixture
 def browser(tmp_path):
     """A chromium page that records every request and refuses any that leaves 127.0.0.1."""
-    local_only = chromium.LocalOnly()
-    with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=str(chromium.CHROMIUM), headless=True, args=chromium.FLAGS,
-            viewport={"width": 1400, "height": 1000})
-        try:
-            context.route("**/*", local_only)
-            page = context.new_page()
-            page.set_default_timeout(STEP_TIMEOUT_MS)
-            yield page, local_only.requests
-        finally:
-            context.close()
+    with chromium.local_page(sync_api, tmp_path / "profile", {"width": 1400, "height": 1000},
+                             STEP_TIMEOUT_MS) as (page, local_only):
+        yield page, local_only.requests
     assert local_only.requests, "no request was recorded"
     assert not local_only.refused, f"the site asked for hosts other than 127.0.0.1: {local_only.refused}"
 

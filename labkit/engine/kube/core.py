@@ -65,6 +65,7 @@ from ..core_state import (
     PODS,
     RELEASING,
     SUCCEEDED,
+    TIMER,
     WAKE,
     jit,
     state_free,
@@ -81,6 +82,7 @@ from .reference import (
     NOT_ELIGIBLE_TERMINATING,
     NOT_HELPFUL,
     OPTIMISTIC,
+    PREEMPTED_WAITING,
     UNRESERVED,
     UNRESOLVABLE,
     UNSCHEDULABLE,
@@ -101,7 +103,7 @@ EV_FAILED, EV_WAITING, EV_REJECTED = range(len(EVENT_KINDS), len(KINDS))
 NOTE_KINDS = (EV_FAILED, EV_WAITING, EV_REJECTED)
 """A pod's notes, each kind logged when it differs from the pod's last one of that kind."""
 (MSG_ASSIGNED, MSG_ASSIGNED_GROUP, MSG_PREEMPTED, MSG_NOMINATED, MSG_FIT_ERROR, MSG_TIMEOUT, MSG_UNRESERVED,
- MSG_OPTIMISTIC, MSG_WAITING, MSG_MUST_SPECIFY, MSG_EXCEEDED) = range(MSG_RESTART + 1, MSG_RESTART + 12)
+ MSG_OPTIMISTIC, MSG_WAITING, MSG_MUST_SPECIFY, MSG_EXCEEDED, MSG_PREEMPTED_WAITING) = range(MSG_RESTART + 1, MSG_RESTART + 13)
 ROW_MESSAGES = (MSG_FIT_ERROR, MSG_EXCEEDED)
 """Messages whose values are a row of ``s.kv``: equal when the rows are."""
 # preemption's outcome (the 'preemption: ...' part of a FailedScheduling message)
@@ -111,7 +113,7 @@ OUT_NONE, OUT_NEVER, OUT_TERMINATING, OUT_NOT_HELPFUL, OUT_PREEMPTED = range(5)
  A_PERMIT_WAIT, A_WANTED, A_PERIOD, A_REASONS) = range(11)
 N_ARGS = 11
 # slots of ``s.k_ints``: the session's nominated pods, outputs and note rows, the run's logged rows
-K_NOMINATED, K_BINDS, K_EVICTS, K_NOTES, K_ROWS, K_VALUES = range(6)
+K_NOMINATED, K_BINDS, K_EVICTS, K_NOTES, K_ROWS, K_VALUES, K_REJECTED = range(7)
 # reasons a node fails a pod (columns of a FailedScheduling row's counts), in the resources R:
 # unschedulable node, Too many pods, Insufficient <r>, no victims, not helpful, the class failures
 Z_UNSCHEDULABLE, Z_PODS, Z_INSUFFICIENT = 0, 1, 2
@@ -123,7 +125,7 @@ B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
 KUBE_MUTABLE = {
     # the clock's kube books (clock.Simulation: created, nominated, waiting_since, last_note)
     "k_created": ("T", False, B), "k_nominated": ("T", -1, I), "k_wait": ("T", np.nan, F),
-    "ln": ("T 3 3", -1, I), "kv": ("E W", 0, I), "k_ints": ("6", 0, I), "q_used": ("K", 0, I),
+    "ln": ("T 3 3", -1, I), "kv": ("E W", 0, I), "k_ints": ("7", 0, I), "q_used": ("K", 0, I),
     # one session's copies: pod status, node, Permit wait; node use and pod lists; nominations
     "ss_status": ("T", 0, I8), "ss_node": ("T", -1, I), "ss_wait": ("T", np.nan, F), "ss_used": ("N R", 0, F),
     "ss_zero": ("N 2", 0, I), "pod_first": ("N", -1, I), "pod_next": ("T", -1, I), "pod_prev": ("T", -1, I),
@@ -261,6 +263,7 @@ def open_session(s):
     s.ss_used[:, :] = 0.0
     s.ss_zero[:, :] = 0
     s.k_ints[K_NOMINATED] = s.k_ints[K_BINDS] = s.k_ints[K_EVICTS] = s.k_ints[K_NOTES] = s.k_ints[K_ROWS] = 0
+    s.k_ints[K_REJECTED] = 0
     for i in range(s.ints[I_LIVE]):
         j = s.live[i]
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
@@ -545,6 +548,17 @@ def key_less(a, b):
 
 
 @jit
+def reject_waiting(s, v):
+    """A victim waiting at Permit is rejected, not deleted (frees its node at once); Unreserve
+    rejects its waiting siblings."""
+    j = s.t_job[v]
+    for u in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.k_created[u] and s.ss_status[u] == ALLOCATED:
+            reject(s, u, MSG_PREEMPTED_WAITING if u == v else MSG_UNRESERVED)
+    s.k_ints[K_REJECTED] = 1
+
+
+@jit
 def preempt(s, t, now, pre_filter, counts):
     """DefaultPreemption: the outcome (OUT_*); the victim search's reasons counted in ``counts``."""
     if s.t_never[t]:
@@ -591,7 +605,9 @@ def preempt(s, t, now, pre_filter, counts):
     n = s.cand_node[best]
     for k in range(s.cand_lo[best], s.cand_lo[best + 1]):
         v = s.cand_victims[k]
-        if s.ss_status[v] != RELEASING:
+        if s.ss_status[v] == ALLOCATED:
+            reject_waiting(s, v)
+        elif s.ss_status[v] != RELEASING:
             s.ss_status[v] = RELEASING
             e = s.k_ints[K_EVICTS]
             s.ke[e, 0], s.ke[e, 1], s.ke[e, 2] = v, t, n
@@ -843,6 +859,8 @@ def session_once(s, now):
                 wake = min(wake, s.ss_wait[t] + s.k_arg[A_PERMIT_WAIT])
     if now < wake < math.inf and not wake_queued(s, wake):
         push_event(s, wake, WAKE, -1, 0)
+    if s.k_ints[K_REJECTED]:
+        push_event(s, now, TIMER, -1, 0)
     sort_prefix(s.kp, n_pipelined)
     for k in range(n_pipelined):
         t = s.kp[k]
@@ -985,7 +1003,7 @@ def _events(c, time: np.ndarray, coded: np.ndarray, values: np.ndarray) -> list[
     z = len(names)
     wait = p.policy.kube.permit_wait
     simple = {MSG_TIMEOUT: timeout_message(wait), MSG_UNRESERVED: UNRESERVED, MSG_OPTIMISTIC: OPTIMISTIC,
-              MSG_RESTART: "RestartJob: the gang fell below minAvailable"}
+              MSG_PREEMPTED_WAITING: PREEMPTED_WAITING, MSG_RESTART: "RestartJob: the gang fell below minAvailable"}
     reasons = {EV_FAILED: "Unschedulable", EV_WAITING: "Coscheduling", EV_REJECTED: "FailedCreate"}
 
     def pod(t: int) -> str:

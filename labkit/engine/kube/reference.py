@@ -83,6 +83,7 @@ NOT_ELIGIBLE_NEVER = "preemption: not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "preemption: not eligible due to a terminating pod on the nominated node."
 UNRESERVED = "rejection in Unreserve"
 OPTIMISTIC = "optimistic rejection in PostFilter"
+PREEMPTED_WAITING = "preempted"
 
 
 # ------------------------------------------------------------------------------------ compile
@@ -409,6 +410,7 @@ class Scheduler:
                           if n >= 0 and ssn.tasks[t].status == TaskStatus.PENDING}
         self.next_node = state.next_node
         self.notes: list[Note] = []
+        self.event_now = False
 
     # -- queue ------------------------------------------------------------------------------
     def group(self, task: TaskInfo) -> bool:
@@ -623,7 +625,9 @@ class Scheduler:
         node, victims = self.pick_one_node(candidates)
         stmt = Statement(self.ssn, "Preempted")
         for victim in victims:
-            if victim.status != TaskStatus.RELEASING:
+            if victim.status == TaskStatus.ALLOCATED:
+                self.reject_waiting(victim)
+            elif victim.status != TaskStatus.RELEASING:
                 stmt.evict(victim, preempted_message(task.name, node.name))
         stmt.commit()
         for t, n in list(self.nominated.items()):
@@ -631,6 +635,14 @@ class Scheduler:
                 del self.nominated[t]  # lower-priority nominations on that node are cleared
         self.nominated[task.index] = node.index
         return True, ""
+
+    def reject_waiting(self, victim: TaskInfo) -> None:
+        """A victim waiting at Permit is not deleted but rejected (prepareCandidate: waitingPod.Reject
+        "preempted"), so it frees its node at once; Coscheduling's Unreserve then rejects its waiting
+        siblings."""
+        for t in self.ssn.jobs[victim.job].with_status(TaskStatus.ALLOCATED):
+            self._reject(t, PREEMPTED_WAITING if t is victim else UNRESERVED)
+        self.event_now = True
 
     def select_victims(self, task: TaskInfo, node: NodeInfo) -> tuple[list[TaskInfo] | None, list[str]]:
         """SelectVictimsOnNode: remove every lower-priority pod; if the preemptor then fits, add them
@@ -678,6 +690,7 @@ class Scheduler:
         d.waiting = [Placement(t.index, t.node, "Coscheduling", "waiting at Permit") for t in waiting]
         d.wake_at = min((self.waiting_since[t.index] + self.args.permit_wait for t in waiting), default=math.inf)
         d.notes = self.notes
+        d.event_now = self.event_now
         d.state = dataclasses.replace(state, next_node=self.next_node, task_waiting_since=self.waiting_since)
         return d
 

@@ -1,5 +1,5 @@
-"""Chapter 1's checks: the case study's slowest team, queue weights, the five concepts. Each follows
-the run the student made: the slice, or the whole week (``week=True``, the lab's ``WEEK``)."""
+"""Chapter 1's checks: a team's mean wait (variant: the team and the set-up), queue weights, the five
+concepts. Each follows the run the student made: the slice, or the whole week (``week=True``, the lab's ``WEEK``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import functools
 from ... import metrics
 from ...course import cases
 from ...engine.simulate import simulate
-from ..answers import Unusable, integers, text
+from ..answers import Decimal, Unusable, integers
 from .base import register
 
 
@@ -28,12 +28,17 @@ def _week(week) -> bool:
     return week
 
 
+MINUTES = Decimal(0.1, "分钟")
+"""Ex. 1.1's tolerance: 1.4's table rounds waits to 0.1 minute."""
+
+
 @register("ch01.q1", points=1)
-def _slowest_team(answer: str, week: bool = False) -> tuple[bool, str]:
-    answer = text(answer, cases.TEAMS, "团队名")
-    waits = _case_waits(False, None, None, _week(week))
-    slowest = max(waits, key=waits.get)
-    return answer == slowest, f"{answer} 不是平均等待最长的团队（没启动的作业等待算到时间窗结束）"
+def _team_wait(answer: float, v: dict, week: bool = False) -> tuple[bool, str]:
+    """The variant's team's mean wait (minutes) in the variant's set-up of 1.4: naive FIFO, or the
+    tenancy set-up under the shipped policy."""
+    waits = _case_waits(v["setup"] == "tenancy", None, None, _week(week))
+    ok, why = MINUTES.judge(answer, waits[v["team"]] / 60)
+    return ok, f"{why}（没启动的作业等待算到时间窗结束）"
 
 
 @register("ch01.q2", points=2)

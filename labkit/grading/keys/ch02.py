@@ -1,4 +1,4 @@
-"""Chapter 2's checks: free vs feasible GPUs, a placement that leaves room for tp8, a scoring strategy."""
+"""Chapter 2's checks: free vs feasible GPUs (variant: the snapshot's nodes), a placement that leaves room for tp8, a scoring strategy."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from .base import register
 
 
 @register("ch02.q1", points=1)
-def _free_vs_feasible(answer: tuple[int, int]) -> tuple[bool, str]:
-    table = steps.placement(cases.fragmentation_snapshot())
+def _free_vs_feasible(answer: tuple[int, int], v: dict) -> tuple[bool, str]:
+    table = steps.placement(cases.fragmentation_snapshot(nodes=v["nodes"]))
     tp8 = table[table.task.str.startswith("ml/tp8")]
     expected = (int(tp8.free_gpus.sum()), int((tp8["filter"] == "pass").sum()))
     free, feasible = integers(answer, 2, "（空闲 GPU 总数, 通过筛选的节点数）")

@@ -1,4 +1,5 @@
-"""Chapter 3's checks: pods refused by the quota, the smallest GPU quota, LimitRange defaults."""
+"""Chapter 3's checks: pods refused by the quota, the smallest GPU quota (variant: the burst's jobs and
+GPUs per job), LimitRange defaults."""
 
 from __future__ import annotations
 
@@ -22,11 +23,14 @@ def _forbidden_pods(answer: list[str]) -> tuple[bool, str]:
 
 
 @register("ch03.q2", points=2)
-def _min_gpu_quota(answer: int) -> tuple[bool, str]:
+def _min_gpu_quota(answer: int, v: dict) -> tuple[bool, str]:
     quota = integer(answer, "一个整数（GPU 张数）")
-    if _forbidden(cases.quota_burst(gpu_quota=quota)):
+    if quota < 1:
+        return False, "配额至少 1 张卡"
+    if _forbidden(cases.quota_burst(gpu_quota=quota, jobs=v["jobs"], gpus=v["gpus"])):
         return False, f"配额 {quota} 仍会拒绝 Pod"
-    return bool(_forbidden(cases.quota_burst(gpu_quota=quota - 1))), "更小的配额也能全部接纳"
+    return (bool(_forbidden(cases.quota_burst(gpu_quota=quota - 1, jobs=v["jobs"], gpus=v["gpus"]))),
+            "更小的配额也能全部接纳")
 
 
 @register("ch03.q3", points=1)
