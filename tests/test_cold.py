@@ -174,9 +174,16 @@ first = labkit.simulate(queued, progress=True)
     """deadline = time.monotonic() + 600
 while build.mark.exists() and time.monotonic() < deadline:
     time.sleep(0.1)
+def state_of(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return "gone"
+deadline = time.monotonic() + 120  # the process exits after its mark goes (slowly on a loaded machine)
+while state_of(build.proc.pid) not in ("Z", "gone") and time.monotonic() < deadline:
+    time.sleep(0.1)
 time.sleep(1.0)
-proc = Path(f"/proc/{build.proc.pid}")
-state = (proc / "stat").read_text().rpartition(")")[2].split()[0] if proc.exists() else 'gone'""",
+state = state_of(build.proc.pid)""",
     """second = labkit.simulate(queued, progress=True)
 slurm = labkit.simulate(cases.four_jobs("slurm-backfill"), engine="numba", progress=True)
 print(json.dumps([first.info["engine"], second.info["engine"], slurm.info["engine"], state]))""",
