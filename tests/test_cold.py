@@ -214,3 +214,25 @@ def test_a_notebook_run_cold_ends_and_leaves_no_zombie(tmp_path):
     assert first == "reference (the numba core for Volcano was compiling in the background)"
     assert second == slurm == "numba"
     assert state == "gone"
+
+
+def test_every_module_of_jitted_functions_is_in_the_cores_stamp():
+    """An entry point's cached code holds every jitted function it calls, from other modules (a
+    family's core calls the shared ``core_account`` and ``core_clock``; ``core_clock`` calls the
+    Volcano actions): each such module is in the one stamp that makes the cache stale, or an edit
+    of it (a new version of labkit) would run the old code from numba's cache."""
+    import importlib
+    import pkgutil
+
+    from numba.core.dispatcher import Dispatcher
+
+    import labkit.engine
+    from labkit.engine.core_state import CORE_FILES
+
+    holders = set()
+    for info in pkgutil.walk_packages(labkit.engine.__path__, "labkit.engine."):
+        module = importlib.import_module(info.name)
+        if any(isinstance(v, Dispatcher) and v.py_func.__module__ == info.name for v in vars(module).values()):
+            holders.add(Path(module.__file__).resolve())
+    assert {p.name for p in holders} >= {"core_clock.py", "core_actions.py", "core.py"}
+    assert holders <= set(CORE_FILES)

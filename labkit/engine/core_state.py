@@ -18,6 +18,7 @@ from pathlib import Path
 from llvmlite import ir
 from numba import njit, types
 from numba.core import caching, cgutils, imputils
+from numba.core.registry import CPUDispatcher
 from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
 
@@ -38,12 +39,15 @@ __all__ = ["BALANCED_CHANGE_SINCE", "CPU", "MEMORY", "MIN_RESOURCE", "PODS"]
 
 # -------------------------------------------------------------------------------- numba's cache
 
-CORE_FILES = sorted(path.resolve() for path in Path(__file__).parent.glob("core_*.py"))
+ENGINE = Path(__file__).parent
+CORE_FILES = sorted(path.resolve() for path in [*ENGINE.glob("core_*.py"), *ENGINE.glob("*/core*.py")])
+"""The modules of jitted functions: the shared ones here, each family's in its folder."""
 
 
 def core_digest() -> bytes:
-    """One stamp for the jitted core: numba checks only a cached function's own file, but the
-    entry point's cached code holds every function it calls, from every core module."""
+    """One stamp for the jitted core: numba checks only a cached function's own file, but an
+    entry point's cached code holds every function it calls, from every core module (a family's
+    calls the shared ones, the Volcano actions are called from ``core_clock``)."""
     return _digest(tuple((path, path.stat().st_mtime_ns, path.stat().st_size) for path in CORE_FILES))
 
 
@@ -72,8 +76,26 @@ _LOCATORS = [type(f"Core{base.__name__}", (_CoreSources, base), {}) for base in 
     caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator)]
 caching.CacheImpl._locator_classes[:0] = [c for c in _LOCATORS if c not in caching.CacheImpl._locator_classes]
 
-jit = njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-"""The core's functions: compiled once and cached, called only from jitted code (no wrappers)."""
+
+class CoreDispatcher(CPUDispatcher):
+    """A core function, compiled once per argument types. Numba types a constant argument as a
+    literal (``move_task(s, t, RUNNING, n)`` passes ``Literal[int](5)``) and compiles the callee
+    again for each such value; here a call from jitted code passes the plain type instead, so a
+    function such as ``log`` is compiled once rather than for each of its event kinds. LLVM still
+    folds the constant when it inlines the call."""
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(tuple(types.unliteral(a) for a in args),
+                                         {k: types.unliteral(v) for k, v in kws.items()})
+
+
+def jit(func) -> CoreDispatcher:
+    """The core's functions: compiled once and cached, called only from jitted code (no wrappers)."""
+    dispatcher = CoreDispatcher(func, targetoptions={"nopython": True, "no_cpython_wrapper": True,
+                                                     "no_cfunc_wrapper": True})
+    dispatcher.enable_caching()
+    return dispatcher
+
 
 inlined = njit(cache=True, inline="always", no_cpython_wrapper=True, no_cfunc_wrapper=True)
 """For the few large functions between the entry point and the actions: inlined into their one
