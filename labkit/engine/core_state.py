@@ -18,7 +18,6 @@ from pathlib import Path
 from llvmlite import ir
 from numba import njit, types
 from numba.core import caching, cgutils, imputils
-from numba.core.registry import CPUDispatcher
 from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
 
@@ -76,26 +75,8 @@ _LOCATORS = [type(f"Core{base.__name__}", (_CoreSources, base), {}) for base in 
     caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator)]
 caching.CacheImpl._locator_classes[:0] = [c for c in _LOCATORS if c not in caching.CacheImpl._locator_classes]
 
-
-class CoreDispatcher(CPUDispatcher):
-    """A core function, compiled once per argument types. Numba types a constant argument as a
-    literal (``move_task(s, t, RUNNING, n)`` passes ``Literal[int](5)``) and compiles the callee
-    again for each such value; here a call from jitted code passes the plain type instead, so a
-    function such as ``log`` is compiled once rather than for each of its event kinds. LLVM still
-    folds the constant when it inlines the call."""
-
-    def get_call_template(self, args, kws):
-        return super().get_call_template(tuple(types.unliteral(a) for a in args),
-                                         {k: types.unliteral(v) for k, v in kws.items()})
-
-
-def jit(func) -> CoreDispatcher:
-    """The core's functions: compiled once and cached, called only from jitted code (no wrappers)."""
-    dispatcher = CoreDispatcher(func, targetoptions={"nopython": True, "no_cpython_wrapper": True,
-                                                     "no_cfunc_wrapper": True})
-    dispatcher.enable_caching()
-    return dispatcher
-
+jit = njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+"""The core's functions: compiled once and cached, called only from jitted code (no wrappers)."""
 
 inlined = njit(cache=True, inline="always", no_cpython_wrapper=True, no_cfunc_wrapper=True)
 """For the few large functions between the entry point and the actions: inlined into their one
