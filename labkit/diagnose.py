@@ -22,6 +22,9 @@ are Volcano's own, formed as v1.15.1 forms them:
 Where Volcano says nothing (it only logs, e.g. an overused queue that allocate skips) the message
 is labkit's own sentence, not quoted.
 
+A Kueue run is read in Kueue's words (`_kueue_explain`, `_kueue_events`): its Workload's conditions and
+the events Kueue's scheduler and job reconciler record.
+
 Also here: a gang-deadlock detector, a starvation report and event views shaped like
 ``kubectl get events`` and ``kubectl describe podgroup``.
 """
@@ -29,6 +32,7 @@ Also here: a gang-deadlock detector, a starvation report and event views shaped 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,6 +45,8 @@ from .engine.problem import ARG_DEFAULTS, PODS, Action, Arg, Ext, Family, Plugin
 from .engine.resources import less_equal
 from .engine.volcano.actions import ACTIONS
 from .engine.volcano.reference import open_session, podgroup_phase
+from .errors import LabkitError
+from .spec import scheduler_of
 
 if TYPE_CHECKING:
     from .results import Result
@@ -78,13 +84,15 @@ class Explanation:
     """The PodGroup's Unschedulable condition message (gang's), empty when there is none."""
     event: str = ""
     """The PodGroup's Warning Unschedulable event of this session (``RecordJobStatusEvent``), if any."""
+    object: str = "PodGroup"
+    """What `phase` is the phase of: the PodGroup (Volcano, kube-scheduler, Slurm) or Kueue's Workload."""
 
     @property
     def slurm_reason(self) -> str:
         return SLURM_REASON[self.reason]
 
     def __str__(self) -> str:
-        lines = [f"{self.job} at t={age(self.at)}: PodGroup {self.phase} — {self.reason}", f"  {self.message}"]
+        lines = [f"{self.job} at t={age(self.at)}: {self.object} {self.phase} — {self.reason}", f"  {self.message}"]
         lines += [f"  {line}" for line in self.details]
         if self.condition and self.condition != self.message:
             lines.append(f"  PodGroup condition Unschedulable: {self.condition}")
@@ -110,6 +118,12 @@ def age(seconds: float) -> str:
     return f"{s}s"
 
 
+def _kueue(result: Result) -> bool:
+    """Whether the run is Kueue's: its Workloads are admitted on Kueue's own clock, in Kueue's words
+    (`explain` and `get_events` read them from the run's events; there is no session to open)."""
+    return scheduler_of(result.scenario).kueue is not None
+
+
 def _key(result: Result, job: str) -> str:
     """`<namespace>/<name>` for a job given either way; a bare name must be unique."""
     keys = metrics.job_keys(result)
@@ -125,8 +139,11 @@ def _key(result: Result, job: str) -> str:
 
 
 def explain(result: Result, job: str, at: float) -> Explanation:
-    """Why `job` is not running at `at` (or that it is), from the engine's own verdicts on the snapshot."""
+    """Why `job` is not running at `at` (or that it is), from the engine's own verdicts on the snapshot;
+    for a Kueue run, its Workload's state and condition as Kueue writes them (`_kueue_explain`)."""
     key = _key(result, job)
+    if _kueue(result):
+        return _kueue_explain(result, key, at)
     row = result.jobs[metrics.job_keys(result) == key].iloc[0]
     if row.submit > at:
         return Explanation(key, at, "-", "NotSubmitted", f"the vcjob is created at t={age(row.submit)}")
@@ -542,6 +559,8 @@ def _events(result: Result, job: str | None, since: float, until: float) -> list
     events = result.events[(result.events.time >= since) & (result.events.time <= until)]
     if job is not None:
         events = events[events.job == _key(result, job)]
+    if _kueue(result):
+        return _kueue_events(result, events)
     minimum = dict(zip(metrics.job_keys(result), (j.min_available_resolved for j in result.scenario.jobs)))
     volcano = metrics.compiled_of(result).problem.policy.family == Family.VOLCANO
     return [(e.time, *row) for e in events.itertuples() for row in _event_rows(e, minimum[e.job], volcano)]
@@ -550,6 +569,9 @@ def _events(result: Result, job: str | None, since: float, until: float) -> list
 def describe_podgroup(result: Result, job: str, at: float) -> str:
     """`kubectl describe podgroup` at `at`: spec (minMember, minResources, queue), status phase and the
     Unschedulable condition the scheduler would write, then the PodGroup's events so far."""
+    if _kueue(result):
+        raise LabkitError("describe_podgroup: a Kueue run has Workloads, not PodGroups: explain(result, job, at) "
+                          "gives the Workload's state and condition, get_events(result, job) its events")
     key = _key(result, job)
     namespace, name = key.split("/", 1)
     spec = result.scenario.jobs[int(np.flatnonzero(metrics.job_keys(result) == key)[0])]
@@ -585,3 +607,102 @@ def _quantity(resource: str, value: float) -> str:
             if value >= size and value % size == 0:
                 return f"{value / size:g}{suffix}"
     return f"{value:g}"
+
+
+# ------------------------------------------------------------------------------------ Kueue
+
+KUEUE_STATE_KINDS = ("QuotaReserved", "Pending", "Preempted", "Evicted", "Requeued", "Deactivated")
+"""The run's Kueue events that change a Workload's conditions."""
+
+
+def workload_name(key: str) -> str:
+    """A Job's Workload as Kueue names it, `job-<name>-<hash>` (`GetWorkloadNameForOwnerWithGVK`), without
+    the hash of the Job's UID that a real cluster appends."""
+    return f"job-{_pod_name(key)}"
+
+
+def _kueue_explain(result: Result, key: str, at: float) -> Explanation:
+    """The Workload's state at `at` in Kueue's words: the message of its QuotaReserved=False condition
+    while it waits (`scheduler.go: requeueAndUpdate`), of its Preempted or Evicted condition after an
+    eviction, `Quota reserved in ClusterQueue <name>` (`workload.go: SetQuotaReservation`) once admitted."""
+    row = result.jobs[metrics.job_keys(result) == key].iloc[0]
+    if row.submit > at:
+        return Explanation(key, at, "-", "NotSubmitted", f"the Job is created at t={age(row.submit)}", object="Workload")
+    if row.end <= at:
+        return Explanation(key, at, "Finished", "Completed", f"Workload '{_namespaced(key)}' is declared finished",
+                           [f"its Job completed at t={age(row.end)}"], object="Workload")
+    events = result.events[(result.events.job == key) & (result.events.time <= at)]
+    state = events[events.kind.isin(KUEUE_STATE_KINDS)]
+    if state.empty:
+        return Explanation(key, at, "Pending", "Pending", "the Workload has not been considered by an admission "
+                           "cycle yet", object="Workload")
+    last = state.iloc[-1]
+    if last.kind == "QuotaReserved":
+        held = metrics.holding(result, at)
+        running = int(((held.job == key) & (held.status == "Running")).sum())
+        pods = sum(t.replicas_resolved for t in result.scenario.jobs[_job_index(result, key)].tasks)
+        return Explanation(key, at, "Admitted", "QuotaReserved", f"Quota reserved in ClusterQueue {row.queue}",
+                           [f"{running}/{pods} pods running"], object="Workload")
+    if last.kind in ("Preempted", "Evicted"):
+        why = state[state.time == last.time]
+        preempted = why[why.kind == "Preempted"]
+        first = preempted.iloc[0] if len(preempted) else last
+        return Explanation(key, at, "Pending", first.reason, first.message,
+                           [f"evicted at t={age(last.time)} and requeued in ClusterQueue {row.queue}"], object="Workload")
+    return Explanation(key, at, "Inactive" if last.kind == "Deactivated" else "Pending", last.reason, last.message,
+                       object="Workload")
+
+
+def _namespaced(key: str) -> str:
+    namespace = key.split("/", 1)[0]
+    return f"{namespace}/{workload_name(key)}"
+
+
+def _job_index(result: Result, key: str) -> int:
+    return int(np.flatnonzero(metrics.job_keys(result) == key)[0])
+
+
+def _kueue_events(result: Result, events: pd.DataFrame) -> list[tuple]:
+    """`kubectl get events` of a Kueue run, as Kueue's scheduler, eviction and job reconciler write them:
+    the Job's CreatedWorkload, Started, Stopped and FinishedWorkload (`jobframework/reconciler.go`), the
+    Workload's QuotaReserved and Admitted (`scheduler.go: recordWorkloadAdmissionMetrics`), its Warning
+    while it waits (`requeueAndUpdate`: the QuotaReserved=False reason and message), EvictedDueTo<reason>
+    (`workload/evict/evict.go: reportEvictedWorkload`) and Preempted with both priorities
+    (`preemption.go`; no priority boost here). QuotaReserved's wait counts from the Job's creation or its
+    last eviction (the Requeued condition's transition, `QueuedWaitTime`). Kueue records no event for a
+    requeue's backoff, and the run's deactivation is read with `explain`."""
+    keys = metrics.job_keys(result)
+    queue, priority = dict(zip(keys, result.jobs.queue)), dict(zip(keys, result.jobs.priority))
+    queued: dict[str, float] = {}
+    out = []
+    for e in events.itertuples():
+        wl, job, cq = f"workload/{workload_name(e.job)}", f"job/{_pod_name(e.job)}", queue[e.job]
+        if e.kind == "Submitted":
+            queued[e.job] = e.time
+            out.append((e.time, "Normal", "CreatedWorkload", job, f"Created Workload: {_namespaced(e.job)}"))
+        elif e.kind == "QuotaReserved":
+            wait = e.time - queued.get(e.job, e.time)
+            out += [(e.time, "Normal", "QuotaReserved", wl,
+                     f"Quota reserved in ClusterQueue {cq}, wait time since queued was {wait:.0f}s"),
+                    (e.time, "Normal", "Admitted", wl, f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s"),
+                    (e.time, "Normal", "Started", job, f"Admitted by clusterQueue {cq}")]
+        elif e.kind == "Pending":
+            out.append((e.time, "Warning", e.reason, wl, e.message))
+        elif e.kind == "Preempted" or (e.kind == "Evicted" and e.reason == "PodsReadyTimeout"):
+            queued[e.job] = e.time
+            cause = "Preempted" if e.kind == "Preempted" else e.reason
+            out.append((e.time, "Normal", f"EvictedDueTo{cause}", wl, e.message))
+            if e.kind == "Preempted":
+                preemptor = _PREEMPTOR.search(e.message)
+                mine, theirs = priority[e.job], priority.get(preemptor.group(1), 0) if preemptor else 0
+                priorities = (f"; preemptor effective priority: {theirs} (base: {theirs}, boost: 0); "
+                              f"preemptee effective priority: {mine} (base: {mine}, boost: 0)")
+                out.append((e.time, "Normal", "Preempted", wl, e.message + priorities))
+            out.append((e.time, "Normal", "Stopped", job, e.message))
+        elif e.kind == "Completed":
+            out.append((e.time, "Normal", "FinishedWorkload", job, f"Workload '{_namespaced(e.job)}' is declared finished"))
+    return out
+
+
+_PREEMPTOR = re.compile(r"\(UID: ([^,)]+)")
+"""The preemptor in a preemption message: the engine writes the Workload's key where Kueue writes its UID."""

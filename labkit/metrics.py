@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from .engine.clock import subproblem
-from .engine.compile import Compiled, compile_scenario
+from .engine.compile import Compiled
+from .engine.families import compile_scenario
 from .engine.framework import Session
 from .engine.problem import PODS, PodGroupPhase, Problem, State, TaskStatus
 from .engine.volcano.plugins import Capacity, Proportion, QueueAttr
@@ -116,7 +117,9 @@ def usage(result: Result, resource: str = GPU, by: str | list[str] | None = None
         for i, name in enumerate(names):
             frame.insert(1 + i, name, group[i])
         frames.append(frame)
-    if not frames:
+    if not frames:  # no pod ever ran: nothing used, and no group to name
+        if names:
+            return pd.DataFrame(columns=["time", *names, *(["time_end"] if bins else []), "used"])
         edges = np.linspace(0.0, end, (bins or 1) + 1)
         return pd.DataFrame({"time": edges[:-1], "used": 0.0})
     return pd.concat(frames, ignore_index=True)

@@ -217,6 +217,29 @@ def compare_chart(results: dict[str, Result],
     ).properties(width=120, height=160).facet(facet="measure:N", columns=len(measures)).resolve_scale(y="independent")
 
 
+# ch. 6: each job's wait and run
+
+
+def job_timeline(result: Result, max_jobs: int = 200) -> alt.LayerChart:
+    """One row per job (submit order, at most `max_jobs`): a grey bar from submit to start (waiting; to
+    the run's end when it never started) and a bar coloured by GPUs from start to end (running)."""
+    jobs = result.jobs.sort_values(["submit", "name"], kind="stable").head(max_jobs)
+    end = metrics.window_end(result)
+    label = jobs.namespace + "/" + jobs.name if jobs.namespace.nunique() > 1 else jobs.name
+    data = pd.DataFrame({"job": label.to_numpy(), "gpus": jobs.gpus.to_numpy(),
+                         "submit": jobs.submit.to_numpy() / HOUR,
+                         "start": jobs.start.fillna(end).to_numpy() / HOUR,
+                         "end": jobs.end.fillna(end).to_numpy() / HOUR})
+    order = alt.Y("job:N", sort=list(data.job), title=None)
+    waiting = alt.Chart(data).mark_bar(color="#c8c8c8", height=8).encode(
+        x=alt.X("submit:Q", title="hours"), x2="start:Q", y=order,
+        tooltip=["job", alt.Tooltip("submit:Q", format=".2f"), alt.Tooltip("start:Q", format=".2f")])
+    running = alt.Chart(data[data.end > data.start]).mark_bar(height=8).encode(
+        x="start:Q", x2="end:Q", y=order, color=alt.Color("gpus:O", title="GPUs"),
+        tooltip=["job", "gpus", alt.Tooltip("start:Q", format=".2f"), alt.Tooltip("end:Q", format=".2f")])
+    return (waiting + running).properties(title="jobs: waiting (grey) and running", width=700)
+
+
 # ch. 7: waits by PriorityClass
 
 
@@ -235,3 +258,23 @@ def priority_waits(result: Result) -> alt.Chart:
                                                                  range=["circle", "triangle-up"])),
         tooltip=["job", "priority", "started", alt.Tooltip("waited_h:Q", format=".2f")],
     ).properties(title="waited per job by priority (triangle: still waiting)", width=500, height=220)
+# ch. 11: a handful of jobs, each pod a labelled bar
+
+
+def job_gantt(result: Result, unit: float = 60.0) -> alt.LayerChart:
+    """Pods on nodes over time for a small workload: one bar per pod, coloured and labelled by job, the
+    time axis in minutes (`unit` seconds). Pods without GPUs (best-effort) get their own lane under
+    the node, as they share it. For a few jobs, where `gantt`'s colour per tenant says too little."""
+    tasks = result.tasks[result.tasks.start.notna()]
+    data = pd.DataFrame({
+        "node": tasks.node, "job": tasks.job.str.split("/").str[-1],
+        "lane": np.where(tasks[GPU].fillna(0) > 0, "GPU", "no GPU") if GPU in tasks else "GPU",
+        "start": tasks.start / unit, "end": tasks.end.fillna(metrics.window_end(result)) / unit})
+    data["middle"] = (data.start + data.end) / 2
+    base = alt.Chart(data)
+    bars = base.mark_bar(stroke="white").encode(
+        x=alt.X("start:Q", title="minutes"), x2="end:Q", y=alt.Y("node:N", title=None), yOffset="lane:N",
+        color=alt.Color("job:N", title="job"), tooltip=["job", "node", "start", "end"])
+    labels = base.mark_text(color="white", fontSize=11).encode(x="middle:Q", y="node:N", yOffset="lane:N",
+                                                               text="job:N")
+    return (bars + labels).properties(width=640)

@@ -228,6 +228,8 @@ CHARTS: dict[str, Callable[[Result], Any]] = {
     "queue_length": viz.queue_length_chart,
     "wait_cdf": viz.wait_cdf,
     "priority_waits": viz.priority_waits,
+    "jobs": viz.job_timeline,
+    "job_gantt": viz.job_gantt,
 }
 
 
@@ -237,7 +239,8 @@ WAIT_NOTE = "平均等待：到模拟结束仍未启动的作业（未启动）�
 
 def metrics_table(result: Result, by: str = "queue") -> pd.DataFrame:
     """The panel's table: per queue (or per `by`, see `metrics.per_queue`) jobs, completed, not started,
-    mean wait (unstarted jobs counted to the horizon), evictions, GPU-hours, plus a cluster row."""
+    mean wait (unstarted jobs counted to the horizon), evictions, GPU-hours, work lost to evictions (hours
+    of the job's run time), plus a cluster row."""
     table = metrics.per_queue(result, by)
     total = metrics.summary(result)
     cluster = pd.DataFrame([{"jobs": total["jobs"], "completed": total["completed"], "not_started": total["not_started"],
@@ -245,12 +248,14 @@ def metrics_table(result: Result, by: str = "queue") -> pd.DataFrame:
                              "gpu_hours": round(metrics.gpu_seconds(result) / 3600, 1)}],
                            index=["cluster"])
     table = pd.concat([table, cluster])
+    lost = result.jobs.groupby(by).lost_work.sum().reindex(table.index[:-1], fill_value=0.0)
+    table["lost_work_h"] = [*(lost / 3600).round(2), round(total["lost_work_s"] / 3600, 2)]
     table["gpu_utilisation"] = [None] * (len(table) - 1) + [total["gpu_utilisation"]]
     return table
 
 
 TABLE_HEADINGS = {"jobs": "作业数", "completed": "已完成", "not_started": "未启动", "mean_wait_s": "平均等待（秒）", "evictions": "驱逐次数",
-                  "gpu_hours": "GPU·小时", "gpu_utilisation": "GPU 利用率"}
+                  "gpu_hours": "GPU·小时", "lost_work_h": "丢失的工作（小时）", "gpu_utilisation": "GPU 利用率"}
 """The table's headings as the panel shows them (`panel.table` keeps the column names)."""
 
 
@@ -342,3 +347,59 @@ class Panel:
         from IPython.display import display
 
         display(self.widget)
+
+
+# ch. 6: the queue order policy
+
+QUEUE_ORDER_LABELS = {
+    "fifo-besteffort": "先到先服务 + BestEffortFIFO（队头放不下就跳过）",
+    "fifo-strict": "先到先服务 + StrictFIFO（队头放不下，整个队列等）",
+    "priority-besteffort": "按优先级 + BestEffortFIFO",
+    "priority-strict": "按优先级 + StrictFIFO",
+}
+"""The queue order policies: job order (creation time, or the priority plugin's PriorityClass first)
+x what allocate does when the queue's head does not fit (`scheduler.queueingStrategy`)."""
+
+
+def queue_order(scenario: Scenario) -> Knob:
+    """The queue order policy of a Volcano conf: the priority plugin on or off (Volcano's JobOrderFn:
+    PriorityClass first, else creation time) and `scheduler.queueingStrategy`."""
+    conf = conf_of(scenario)
+    priority = any(p.name == "priority" for tier in conf.tiers for p in tier.plugins)
+    strategy = scenario.scheduler.queueing_strategy or "BestEffortFIFO"
+    start = f"{'priority' if priority else 'fifo'}-{'strict' if strategy == 'StrictFIFO' else 'besteffort'}"
+
+    def apply(data: dict, value: Any) -> None:
+        tiers = _conf(data)["tiers"]
+        for tier in tiers:
+            tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "priority"]
+        if value.startswith("priority"):
+            tiers[0]["plugins"].insert(0, {"name": "priority"})
+        tiers[:] = [tier for tier in tiers if tier["plugins"]]
+        data["scheduler"]["queueingStrategy"] = "StrictFIFO" if value.endswith("strict") else "BestEffortFIFO"
+
+    options = tuple(QUEUE_ORDER_LABELS)
+    return Knob("scheduler/queueOrder", "队列顺序策略 queue order", "choice", start, apply, choices=options,
+                labels=tuple(QUEUE_ORDER_LABELS[o] for o in options))
+
+
+# ch. 9: the overcommit plugin's factor as a knob
+
+
+def overcommit_factor(scenario: Scenario, high: float = 3.0, step: float = 0.05) -> Knob:
+    """The overcommit plugin's `overcommit-factor` (enqueue admits while the inqueue minResources fit in
+    total x factor - used); starts at the scenario's value, else Volcano's default 1.2. From 1.0: Volcano
+    replaces a smaller value by the default."""
+    found = [p for tier in conf_of(scenario).tiers for p in tier.plugins if p.name == "overcommit"]
+    if not found:
+        raise LabkitError("overcommit_factor: the scenario's conf has no overcommit plugin")
+    start = float(found[0].arguments.get("overcommit-factor", 1.2))
+
+    def apply(data: dict, value: Any) -> None:
+        for tier in _conf(data)["tiers"]:
+            for p in tier["plugins"]:
+                if p["name"] == "overcommit":
+                    p["arguments"] = {**p.get("arguments", {}), "overcommit-factor": float(value)}
+
+    return Knob("plugin/overcommit/overcommit-factor", "超分系数 overcommit-factor", "float", start, apply,
+                low=1.0, high=max(high, start), step=step)

@@ -90,7 +90,7 @@ def kueue_scenarios(draw, preemption: bool = False, pods_ready: bool = False) ->
             cq["preemption"] = {
                 "withinClusterQueue": draw(st.sampled_from(["Never", "LowerPriority", "LowerOrNewerEqualPriority"])),
                 "reclaimWithinCohort": draw(st.sampled_from(["Never", "LowerPriority", "Any"]))}
-            if draw(st.booleans()):
+            if cq["preemption"]["reclaimWithinCohort"] != "Never" and draw(st.booleans()):
                 cq["preemption"]["borrowWithinCohort"] = {"policy": "LowerPriority",
                                                           "maxPriorityThreshold": draw(st.sampled_from([0, 50]))}
         cqs.append(cq)
@@ -151,7 +151,7 @@ def contended_scenarios(draw) -> spec.Scenario:
         preemption = {"withinClusterQueue": draw(st.sampled_from(["Never", "LowerPriority",
                                                                    "LowerOrNewerEqualPriority"])),
                       "reclaimWithinCohort": draw(st.sampled_from(["Never", "LowerPriority", "Any"]))}
-        if draw(st.booleans()):
+        if preemption["reclaimWithinCohort"] != "Never" and draw(st.booleans()):
             preemption["borrowWithinCohort"] = {"policy": "LowerPriority",
                                                 "maxPriorityThreshold": draw(st.sampled_from([None, 0, 50]))}
         cqs.append({"name": f"cq{q}", "cohortName": "co1" if nested and q else "co0", "preemption": preemption,

@@ -12,6 +12,8 @@ from test_simulate import reclaim_scenario, without_overcommit
 
 import labkit
 from labkit import diagnose, metrics, spec
+from labkit.course import cases
+from labkit.errors import LabkitError
 from labkit.results import EVENT_COLUMNS, JOB_COLUMNS, TASK_COLUMNS, Result
 
 GPU = "nvidia.com/gpu"
@@ -254,3 +256,60 @@ def test_snapshot_counts_releasing_pods_as_holding():
     evicted = result.tasks.evicted.dropna().min()
     held = metrics.holding(result, evicted + 30)
     assert (held.status == "Releasing").sum() == 2
+
+
+def _kueue_run():
+    return labkit.simulate(cases.cohort_borrowing(a_jobs=4))
+
+
+def test_explain_reads_a_kueue_workload_in_kueue_s_words():
+    """A Kueue run is explained from its Workload's conditions, not compiled as Volcano (which printed
+    Volcano's gang messages for it): admitted, preempted (the Preempted condition's reason and message),
+    waiting for quota (QuotaReserved=False's message), finished."""
+    result = _kueue_run()
+    events = result.events
+    preempted = events[events.kind == "Preempted"].iloc[0]
+    why = diagnose.explain(result, preempted.job, preempted.time)
+    assert (why.object, why.phase, why.reason, why.message) == ("Workload", "Pending", preempted.reason, preempted.message)
+    assert why.message.startswith("Preempted to accommodate a workload (UID: ")
+    assert str(why).startswith(f"{preempted.job} at t={diagnose.age(preempted.time)}: Workload Pending — ")
+    waiting = events[(events.kind == "Pending") & events.message.str.startswith("couldn't assign flavors")].iloc[0]
+    why = diagnose.explain(result, waiting.job, waiting.time)
+    assert (why.reason, why.message) == ("WaitingForQuota", waiting.message)
+    row = result.jobs.iloc[0]
+    key, name = f"{row.namespace}/{row['name']}", row["name"]
+    admitted = diagnose.explain(result, key, row.start + 1)
+    assert (admitted.phase, admitted.message) == ("Admitted", f"Quota reserved in ClusterQueue {row.queue}")
+    finished = diagnose.explain(result, key, row.end)
+    assert finished.message == f"Workload '{row.namespace}/job-{name}' is declared finished"
+    assert diagnose.explain(result, key, -1).reason == "NotSubmitted"
+
+
+def test_get_events_of_a_kueue_run_as_kueue_records_them():
+    """The formats of Kueue's own event messages (scheduler.go, preemption.go, evict.go, reconciler.go);
+    QuotaReserved's wait counts from the last eviction of a re-admitted Workload."""
+    result = _kueue_run()
+    preempted = result.events[result.events.kind == "Preempted"].iloc[0]
+    table = diagnose.get_events(result, preempted.job)
+    name = preempted.job.split("/")[1]
+    rows = list(zip(table.REASON, table.OBJECT, table.MESSAGE))
+    assert rows[0] == ("CreatedWorkload", f"job/{name}", f"Created Workload: {preempted.job.split('/')[0]}/job-{name}")
+    reasons = [r for r, _, _ in rows]
+    at = reasons.index("EvictedDueToPreempted")
+    assert reasons[at:at + 3] == ["EvictedDueToPreempted", "Preempted", "Stopped"]
+    assert rows[at + 1][2].startswith(preempted.message + "; preemptor effective priority: ")
+    assert rows[at + 2] == ("Stopped", f"job/{name}", preempted.message)
+    again = result.events[(result.events.job == preempted.job) & (result.events.kind == "QuotaReserved")
+                          & (result.events.time > preempted.time)].time.iloc[0]
+    queue = result.jobs.queue[result.jobs.name == name].iloc[0]
+    assert (f"Quota reserved in ClusterQueue {queue}, wait time since queued was {again - preempted.time:.0f}s"
+            in list(table.MESSAGE[at + 3:]))
+    assert "Admitted" in reasons and "Started" in reasons and not any("RestartJob" in m for m in table.MESSAGE)
+    assert set(table.TYPE[table.REASON == "WaitingForQuota"]) <= {"Warning"}
+
+
+def test_describe_podgroup_refuses_a_kueue_run_in_one_line():
+    result = _kueue_run()
+    with pytest.raises(LabkitError, match=r"^describe_podgroup: a Kueue run has Workloads, not PodGroups"):
+        diagnose.describe_podgroup(result, result.jobs.name.iloc[0], 10.0)
+

@@ -137,6 +137,7 @@ def _ids_with_different(chapter: int, key: str) -> tuple[str, str]:
 
 def test_variants_default_and_per_student(monkeypatch):
     monkeypatch.delenv(variants.ENV, raising=False)
+    monkeypatch.setattr(variants, "_typed", "")  # the typed id is restored after the test, not left to others
     assert variants.params(5, "") == {"workers": variants.OPTIONS[5]["workers"][0]}
     assert variants.params(4, "s001") == variants.params(4, "s001")  # stable
     _, two = _ids_with_different(5, "workers")

@@ -6,10 +6,13 @@ cycle from Python, not from a reader."""
 from __future__ import annotations
 
 import ast
+import re
 from functools import cache
 from pathlib import Path
 
 import pytest
+
+import labkit
 
 PACKAGE = Path(__file__).resolve().parents[1] / "labkit"
 
@@ -111,7 +114,8 @@ def test_cycle_finder_sees_a_cycle_through_a_deferred_import():
 BASE = {"labkit.errors", "labkit.progress"}
 SCENARIO = BASE | {"labkit.spec", "labkit.workloads"}
 RECORDS = SCENARIO | {"labkit.results"}
-CONTRACT = RECORDS | {"labkit.engine.problem", "labkit.engine.resources", "labkit.engine.framework"}
+CONTRACT = RECORDS | {"labkit.engine.problem", "labkit.engine.resources", "labkit.engine.framework",
+                      "labkit.engine.events", "labkit.engine.quotas"}
 NUMBA = {"labkit.engine.core_state", "labkit.engine.core_account", "labkit.engine.core_clock", "labkit.engine.core"}
 ENGINE_SHARED = CONTRACT | NUMBA | {"labkit.engine.compile", "labkit.engine.records", "labkit.engine.clock"}
 FAMILIES = {f"labkit.engine.{f}" for f in ("volcano", "kube", "kueue", "slurm")}
@@ -124,17 +128,21 @@ ALLOWED = {
     "labkit.workloads": {"labkit.errors", "labkit.spec"},
     "labkit.results": SCENARIO,
     "labkit.engine.problem": SCENARIO,
+    # The clock's event kinds and the ResourceQuota admission: shared by the reference clock and
+    # the numba cores, below both.
+    "labkit.engine.events": set(),
+    "labkit.engine.quotas": SCENARIO,
     "labkit.engine.resources": SCENARIO | {"labkit.engine.problem"},
     "labkit.engine.framework": CONTRACT,
-    # Volcano's reference engine builds on the framework alone; its numba session on the shared
-    # state struct and books.
-    "labkit.engine.volcano": CONTRACT | {"labkit.engine.core_state", "labkit.engine.core_account"},
+    # Volcano's reference engine builds on the framework alone (and gives the shared compile its
+    # rules); its numba session on the shared state struct and books.
+    "labkit.engine.volcano": CONTRACT | {"labkit.engine.compile", "labkit.engine.core_state",
+                                         "labkit.engine.core_account"},
     # The other families' engines: the shared engine, their own folder, and Volcano's numba core,
     # whose state struct, clock and session helpers their cores run over (DESIGN.md).
     **{f: ENGINE_SHARED | {f, "labkit.engine.volcano"} for f in FAMILIES - {"labkit.engine.volcano"}},
-    # Still knows the kube-scheduler's and Slurm's policy and tables (issue 26: each family should
-    # compile its own).
-    "labkit.engine.compile": CONTRACT | {"labkit.engine.kube", "labkit.engine.slurm"},
+    # The shared compile knows no family: each family's folder gives it its rules (families.py).
+    "labkit.engine.compile": CONTRACT,
     "labkit.engine.records": CONTRACT | {"labkit.engine.compile"},
     "labkit.engine.clock": CONTRACT | {"labkit.engine.compile", "labkit.engine.records"},
     "labkit.engine.core_state": CONTRACT,
@@ -195,3 +203,33 @@ def test_folder_imports_only_what_it_may(folder):
             if owner(target) != folder and not within(target, ALLOWED[folder] | {folder}):
                 wrong.append(f"{name} imports {target}")
     assert not wrong, "\n".join(wrong)
+
+
+EVENT_KINDS = {"ARRIVAL", "RELEASED", "FINISH", "WAKE", "TIMEOUT", "TIMER", "RESYNC"}
+
+
+def test_event_kinds_are_defined_once():
+    """The clock's event kinds live in `engine/events.py`, below the reference clock and the numba
+    cores; any other module imports them rather than numbering them again."""
+    again = []
+    for name, path in sorted(modules().items()):
+        if name == "labkit.engine.events":
+            continue
+        for node in ast.parse(path.read_text(), str(path)).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            for target in targets:
+                found = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} & EVENT_KINDS
+                again += [f"{name}: {kind}" for kind in sorted(found)]
+    assert not again, "event kinds numbered outside labkit.engine.events:\n" + "\n".join(again)
+
+
+def test_every_jitted_module_is_in_the_core_stamp():
+    """numba checks only a cached function's own file; core_state stamps every cached function with all
+    the core modules, so a module of jitted functions left out (as the family folders once were) could
+    load compiled code older than the functions it calls."""
+    from labkit.engine import core_state
+
+    engine = Path(labkit.__file__).parent / "engine"
+    jitted = {path.resolve() for path in engine.rglob("*.py")
+              if re.search(r"^@(jit|inlined)\b|njit\(", path.read_text(encoding="utf-8"), re.MULTILINE)}
+    assert jitted and jitted <= set(core_state.CORE_FILES)

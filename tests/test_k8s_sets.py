@@ -33,7 +33,8 @@ def test_generated_sets_are_not_stale(folder, fresh):
 
 
 def test_every_chapter_set_is_a_preset_export():
-    assert sets.CHAPTERS == {"ch01": ("case-study", 1008.0), "ch02": ("fragmentation", 60.0)}
+    assert sets.CHAPTERS == {"ch01": ("case-study", 1008.0), "ch02": ("fragmentation", 60.0),
+                             "ch08": ("preemption-checkpoint", 60.0)}
     for chapter, (preset, scale) in sets.CHAPTERS.items():
         first = (CLUSTERS / chapter / "00-nodes.yaml").read_text().splitlines()[0]
         assert f"--preset {preset} --time-scale {scale:g}" in first

@@ -13,7 +13,7 @@ from scenarios import broken_gangs, kube_scenarios, over_committed_nodes, quota_
 
 import labkit
 from labkit import spec
-from labkit.engine.compile import compile_scenario
+from labkit.engine.families import compile_scenario
 from labkit.engine.kube.reference import balanced_score, broken_linear, fit_error, fit_score
 from labkit.engine.problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO, KubeArgs
 from labkit.errors import SpecError

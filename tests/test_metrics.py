@@ -192,3 +192,17 @@ def test_timeline_integrates_to_the_tasks_table(scenario):
     per_node = metrics.usage(result, by="node")
     assert all(row.used <= capacity[row.node] + 1e-9 for row in per_node.itertuples()), "no node over capacity"
     assert math.isclose(metrics.gpu_seconds(result), held, rel_tol=1e-9, abs_tol=1e-6)
+
+
+def test_usage_by_group_when_no_pod_ran():
+    # a gang that fits no node never runs a pod: per-node usage is an empty table that still has its columns
+    scenario = labkit.spec.validate({"name": "idle", "horizon": "1h",
+                                     "cluster": {"pools": [{"name": "g", "count": 1, "resources": {GPU: 4}}]},
+                                     "jobs": [{"name": "big", "duration": 60, "tasks": [
+                                         {"name": "worker", "replicas": 2, "resources": {GPU: 3}}]}]})
+    result = labkit.simulate(scenario)
+    assert result.tasks.empty
+    per_node = metrics.usage(result, by="node")
+    assert per_node.empty and {"time", "node", "used"} <= set(per_node.columns)
+    assert list(metrics.usage(result, by="node", bins=3).columns) == ["time", "node", "time_end", "used"]
+    assert metrics.usage(result).used.sum() == 0.0

@@ -10,6 +10,7 @@ import pytest
 
 import labkit
 from labkit import spec
+from labkit.errors import SpecError
 from labkit.spec.quantity import parse_duration, parse_quantity
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -235,3 +236,10 @@ def test_ctrl_c_in_the_cli_is_one_line_and_exit_130(monkeypatch, capsys):
     monkeypatch.setattr(simulate_module, "simulate", interrupted)
     assert main(["simulate", "--preset", "fragmentation"]) == 130
     assert capsys.readouterr().err == "labkit: interrupted\n"
+
+
+def test_cycle_refuses_kueue_which_has_no_session_of_its_own():
+    """Kueue admits workloads on the clock, not in a scheduling session: cycle() says so instead of
+    running a session of the Volcano placeholder Kueue's scenario compiles to."""
+    with pytest.raises(SpecError, match="kueue has no scheduling session of its own"):
+        labkit.cycle(labkit.load(EXAMPLES / "kueue-cohort.yaml"))

@@ -14,7 +14,7 @@ from scenarios import broken_gangs, over_committed_nodes, qos_over_limits, slurm
 
 import labkit
 from labkit import spec
-from labkit.engine.compile import compile_scenario
+from labkit.engine.families import compile_scenario
 from labkit.engine.framework import Session
 from labkit.engine.problem import State
 from labkit.engine.slurm.reference import classic_fair_share, decayed_usage, fair_tree, priority_factors

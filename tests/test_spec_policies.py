@@ -13,7 +13,7 @@ import pytest
 
 import labkit
 from labkit import spec
-from labkit.engine.compile import compile_scenario
+from labkit.engine.families import compile_scenario
 from labkit.engine.problem import MOST_ALLOCATED, Family, KubeAction, PreemptMode, SlurmAction
 from labkit.engine.simulate import with_policy
 from labkit.errors import SpecError

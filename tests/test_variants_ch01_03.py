@@ -104,7 +104,9 @@ def test_ch01_q1_counts_jobs_never_started():
     assert judge("ch01.q1", right, "").passed and not judge("ch01.q1", biased, "").passed
 
 
-def test_decimal_within_the_stated_tolerance(capsys):
+def test_decimal_within_the_stated_tolerance(capsys, monkeypatch):
+    monkeypatch.delenv(variants.ENV, raising=False)
+    monkeypatch.setattr(variants, "_typed", "")  # the default variant, whatever id another test typed
     expected = _team_wait(variants.params(1, ""))
     tol = MINUTES.tolerance
     for inside in (expected + 0.99 * tol, expected - 0.99 * tol, round(expected, 1), expected + tol):

@@ -14,7 +14,7 @@ import pytest
 import labkit
 from labkit import spec
 from labkit.engine import families
-from labkit.engine.compile import compile_scenario
+from labkit.engine.families import compile_scenario
 from labkit.engine.problem import LazyNames
 from labkit.errors import SpecError
 from labkit.spec.model import Distribution, Job, Workload

@@ -6,7 +6,7 @@ from importlib import resources
 from typing import Any
 
 from .. import spec
-from ..conformance import replay
+from ..conformance.replay import RECORDINGS, load_recording
 from ..spec import Scenario
 from ..spec.quantity import parse_duration, parse_quantity
 
@@ -18,6 +18,17 @@ the package, so chapter 4 runs on a plain `pip install`."""
 
 def _data(name: str) -> dict[str, Any]:
     return spec.preset(name).model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _example(file: str) -> dict[str, Any]:
+    """A scenario shipped in labkit/examples as data to edit (what the user wrote, no defaults added)."""
+    text = (EXAMPLES / file).read_text(encoding="utf-8")
+    return spec.loads(text, source=f"examples/{file}").model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _recording(name: str) -> dict[str, Any]:
+    """The scenario of a recorded real-Volcano run (labkit/conformance/volcano-real) as data to edit."""
+    return load_recording(RECORDINGS / name).scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 def case_study(nodes: int = 16, hours: int = 168, tenancy: bool = True,
@@ -129,9 +140,7 @@ def quota_burst(gpu_quota: int = 16, cpu_quota: int = 64, jobs: int = 6, gpus: i
 def four_jobs(policy: str = "volcano-shipped", d_duration: int | None = None) -> Scenario:
     """examples/slurm-backfill.yaml (4 nodes x 8 GPUs; a: 3 nodes, b: a 4-node gang, d and c: 1 node each,
     submitted in that order) under `policy`; `d_duration` replaces job d's run time in seconds."""
-    text = (EXAMPLES / "slurm-backfill.yaml").read_text(encoding="utf-8")
-    scenario = spec.loads(text, source="examples/slurm-backfill.yaml")
-    data = scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data = _example("slurm-backfill.yaml")
     data["scheduler"] = {"policy": policy}
     if d_duration is not None:
         next(j for j in data["jobs"] if j["name"] == "d")["duration"] = d_duration
@@ -141,7 +150,7 @@ def four_jobs(policy: str = "volcano-shipped", d_duration: int | None = None) ->
 def gang_pair(min_available: int | None = None) -> Scenario:
     """Two data-parallel jobs of 2 workers x 8 GPUs on 2 nodes x 8 GPUs, submitted together: with
     minAvailable 1 each gets one worker (half a job each); with 2 (the default) one runs whole, then the other."""
-    worker = {"name": "worker", "replicas": 2, "resources": {"nvidia.com/gpu": 8, "cpu": 32, "memory": "256Gi"}}
+    worker = {"name": "worker", "replicas": 2, "resources": {"nvidia.com/gpu": 8}}
     if min_available is not None:
         worker["minAvailable"] = min_available
     return spec.validate({
@@ -174,9 +183,7 @@ def priority_stream(horizon: str | None = None, split: bool = False, global_defa
     for the batch jobs (weight 1 each); `global_default` names the class marked globalDefault (None:
     no class is); `batch_jobs` keeps that many batch jobs (one every 10 minutes from t=1h), more are
     added at the same spacing."""
-    text = (EXAMPLES / "priority-stream.yaml").read_text(encoding="utf-8")
-    data = spec.loads(text, source="examples/priority-stream.yaml").model_dump(mode="json", by_alias=True,
-                                                                              exclude_unset=True)
+    data = _example("priority-stream.yaml")
     if horizon is not None:
         data["horizon"] = horizon
         data["workloads"][0]["end"] = horizon
@@ -199,8 +206,7 @@ def priority_stream(horizon: str | None = None, split: bool = False, global_defa
 def priority_preempt(never: bool = False) -> Scenario:
     """The recorded real-Volcano run `priority-preempt` (labkit/conformance/volcano-real), scored as it was
     recorded; `never=True` gives its high class `preemptionPolicy: Never`."""
-    data = replay.load_recording(replay.RECORDINGS / "priority-preempt").scenario.model_dump(
-        mode="json", by_alias=True, exclude_unset=True)
+    data = _recording("priority-preempt")
     if never:
         next(p for p in data["priorityClasses"] if p["name"] == "high")["preemptionPolicy"] = "Never"
     return spec.validate(data)
@@ -286,8 +292,7 @@ def reclaim_pair(reclaimable: bool = True) -> Scenario:
     """The recorded real-Volcano run `queues-reclaim` (labkit/conformance/volcano-real; team-b, weight 1,
     fills 4 nodes x 8 GPUs with eight 4-GPU jobs, team-a, weight 3, asks for 4 GPUs at 12 s and a 2 x 4-GPU
     gang at 18 s, under volcano-multitenant) with team-b's Queue `reclaimable` set."""
-    data = replay.load_recording(replay.RECORDINGS / "queues-reclaim").scenario.model_dump(
-        mode="json", by_alias=True, exclude_unset=True)
+    data = _recording("queues-reclaim")
     next(q for q in data["queues"] if q["name"] == "team-b")["reclaimable"] = bool(reclaimable)
     return spec.validate(data)
 
@@ -304,3 +309,293 @@ def queue_stream(weights: tuple[int, int, int] = (5, 3, 2), gpus: tuple[int, int
         job["submit"] = f"{(i * 7 % 13) * 5}m"
         job["duration"] = f"{60 + (i * 5 % 6) * 30}m"
     return spec.validate(data)
+# ch. 8: preemption and reclaim, victims, grace period, checkpoints
+
+_CH08_POOL = {"nvidia.com/gpu": 8, "cpu": 64, "memory": "512Gi", "pods": 110}
+
+
+def _ch08_pod(gpus: int) -> dict[str, Any]:
+    return {"nvidia.com/gpu": gpus, "cpu": 8, "memory": "64Gi"}
+
+
+def victims_snapshot(urgent_gpus: int = 2, ft_priority: int = 500) -> Scenario:
+    """One queue `ml` on 2 nodes x 8 GPUs, full, under volcano-multitenant: on gpu-0 `sweep` (low, 100)
+    and `ft` (PriorityClass mid = `ft_priority`), each 2 pods x 2 GPUs with minAvailable 1; on gpu-1
+    `etl` (low, 1 pod x 8 GPUs). `urgent` (high, 1000; 1 pod x `urgent_gpus` GPUs) is Inqueue: what
+    does the next session's preempt evict for it?"""
+    def running(name: str, cls: str, replicas: int, gpus: int, node: str) -> dict[str, Any]:
+        return {"name": name, "namespace": "ml", "queue": "ml", "priorityClassName": cls, "duration": "4h",
+                "minAvailable": 1, "tasks": [{"name": "worker", "replicas": replicas, "resources": _ch08_pod(gpus)}],
+                "status": {"phase": "Running", "running": {"worker": [node] * replicas}}}
+    return spec.validate({
+        "name": "ch08-victims",
+        "cluster": {"pools": [{"name": "gpu", "count": 2, "resources": _CH08_POOL}]},
+        "tenants": [{"name": "ml"}],
+        "queues": [{"name": "ml"}],
+        "priorityClasses": [{"name": "low", "value": 100}, {"name": "mid", "value": int(ft_priority)},
+                            {"name": "high", "value": 1000}],
+        "scheduler": {"policy": "volcano-multitenant"},
+        "jobs": [running("sweep", "low", 2, 2, "gpu-0"), running("ft", "mid", 2, 2, "gpu-0"),
+                 running("etl", "low", 1, 8, "gpu-1"),
+                 {"name": "urgent", "namespace": "ml", "queue": "ml", "priorityClassName": "high", "duration": "1h",
+                  "tasks": [{"name": "worker", "resources": _ch08_pod(int(urgent_gpus))}],
+                  "status": {"phase": "Inqueue"}}],
+    })
+
+
+def checkpoint_case(checkpoint: str | int | None = "30m", grace: str | int = 300) -> Scenario:
+    """The preset `preemption-checkpoint` (5 nodes x 8 GPUs; pretrain, a gang of 4 x 8 GPUs, preempted by four
+    4-GPU hotfix jobs) with pretrain's `checkpointInterval` = `checkpoint` (None: no checkpoints, an
+    eviction loses all work) and every pod's `gracePeriod` = `grace`."""
+    data = _data("preemption-checkpoint")
+    for job in data["jobs"]:
+        job["gracePeriod"] = grace
+    pretrain = next(j for j in data["jobs"] if j["name"] == "pretrain")
+    if checkpoint is None:
+        pretrain.pop("checkpointInterval")
+    else:
+        pretrain["checkpointInterval"] = checkpoint
+    return spec.validate(data)
+
+
+def hotfix_snapshot() -> Scenario:
+    """The preset `preemption-checkpoint` as the session at hotfix-1's arrival sees it: pretrain Running on
+    gpu-0..gpu-3, serving on gpu-4, hotfix-1 Inqueue (the later hotfixes not yet submitted)."""
+    data = _data("preemption-checkpoint")
+    data["jobs"] = [j for j in data["jobs"] if j["name"] in ("pretrain", "serving", "hotfix-1")]
+    for job in data["jobs"]:
+        job["submit"] = 0
+    placed = {"pretrain": {"worker": ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]}, "serving": {"replica": ["gpu-4"]}}
+    for job in data["jobs"]:
+        job["status"] = {"phase": "Running", "running": placed[job["name"]]} if job["name"] in placed else {"phase": "Inqueue"}
+    return spec.validate(data)
+
+
+def reclaim_case(actions: str = "enqueue, allocate, backfill, reclaim, preempt", a1_priority: int | None = None) -> Scenario:
+    """The recorded real run `queues-reclaim` (team-b's eight 4-GPU jobs fill 4 x 8 GPUs, team-a's a1
+    arrives at 12 s; weights 3:1) with the conf's `actions` replaced; `a1_priority` gives a1 a
+    PriorityClass of that value (the others have none: priority 0)."""
+    data = _recording("queues-reclaim")
+    data["scheduler"]["conf"]["actions"] = actions
+    if a1_priority is not None:
+        data["priorityClasses"] = [{"name": "urgent", "value": int(a1_priority)}]
+        next(j for j in data["jobs"] if j["name"] == "a1")["priorityClassName"] = "urgent"
+    return spec.validate(data)
+
+
+# ch. 6: queue management (one workload under each job order and queueing strategy)
+
+HEAD = "big"
+"""Chapter 6's head job: a 4 x 8-GPU gang that needs the whole cluster."""
+URGENT = "s-4"
+"""Chapter 6's urgent job: a small job with the PriorityClass `urgent`."""
+QUEUE_ORDERS = {
+    "fifo-besteffort": (False, "BestEffortFIFO"),
+    "fifo-strict": (False, "StrictFIFO"),
+    "priority-besteffort": (True, "BestEffortFIFO"),
+    "priority-strict": (True, "StrictFIFO"),
+}
+"""Chapter 6's queue order policies: (job order by priority?, what happens when the head does not fit)."""
+
+
+def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, kueue: bool = False) -> Scenario:
+    """examples/queue-order.yaml (4 nodes x 8 GPUs, one queue `ml`: residents run-1 and run-2 at t=0, the
+    head `big`, 4 x 8 GPUs, at 60 s, a 4-GPU job every 10 minutes behind it, s-4 urgent) under `order`,
+    one of QUEUE_ORDERS: the priority plugin (PriorityClass first in Volcano's job order) on or off,
+    and `scheduler.queueingStrategy`. run-2 runs `resident_minutes`. `kueue=True` runs the jobs through
+    one Kueue ClusterQueue `ml` (nominalQuota: the cluster's 512 CPUs, 4096Gi, 32 GPUs) with that
+    queueingStrategy instead; Kueue always orders by priority, then creation time."""
+    if order not in QUEUE_ORDERS:
+        raise ValueError(f"order must be one of {', '.join(QUEUE_ORDERS)}, not {order!r}")
+    priority, strategy = QUEUE_ORDERS[order]
+    data = _example("queue-order.yaml")
+    next(j for j in data["jobs"] if j["name"] == "run-2")["duration"] = f"{int(resident_minutes)}m"
+    data["name"] = f"queue-order-{'kueue-' if kueue else ''}{order}"
+    if kueue:
+        data["kueue"] = {
+            "resourceFlavors": [{"name": "a100"}],
+            "clusterQueues": [{"name": "ml", "queueingStrategy": strategy, "resourceGroups": [
+                {"coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                 "flavors": [{"name": "a100", "resources": [{"name": "cpu", "nominalQuota": 512},
+                                                            {"name": "memory", "nominalQuota": "4096Gi"},
+                                                            {"name": "nvidia.com/gpu", "nominalQuota": 32}]}]}]}],
+            "localQueues": [{"name": "ml", "namespace": "ml", "clusterQueue": "ml"}],
+        }
+        data["scheduler"] = {"policy": "kueue"}
+        return spec.validate(data)
+    scheduler = data["scheduler"]
+    scheduler.update(policy=order, queueingStrategy=strategy)
+    if priority:
+        scheduler["conf"]["tiers"][0]["plugins"].insert(0, {"name": "priority"})
+    return spec.validate(data)
+# ch. 11: backfill scheduling
+
+
+def backfill_mix(policy: str | None = None, estimate: float | None = None, bf_window: int | None = None,
+                 limits: dict[str, int] | None = None) -> Scenario:
+    """examples/backfill-estimates.yaml (4 nodes x 8 GPUs: team A's 3-node a, then its 4-node gang b; team B's
+    one-node c1..c4; team C's best-effort indexer e), under `policy` (default: the file's slurm-backfill).
+
+    `limits`: job -> time limit in minutes, replacing the file's whole hours. `estimate`: every job's time
+    limit becomes estimate x its run time (`set_estimate`). `bf_window`: slurm-backfill with that
+    bf_window in minutes (`set_bf_window`).
+    """
+    data = _example("backfill-estimates.yaml")
+    if policy is not None:
+        data["scheduler"] = {"policy": policy}
+    for job in data["jobs"]:
+        if limits and job["name"] in limits:
+            job["timeLimit"] = f"{int(limits[job['name']])}m"
+    if estimate is not None:
+        set_estimate(data, estimate)
+    if bf_window is not None:
+        set_bf_window(data, bf_window)
+    return spec.validate(data)
+
+
+def set_estimate(data: dict[str, Any], estimate: float) -> None:
+    """Every job's time limit (YAML form) = `estimate` x its run time, rounded up to whole minutes as
+    sbatch rounds `-t`: the user's runtime estimate off by that factor."""
+    for job in data["jobs"]:
+        seconds = round(float(estimate) * parse_duration(job["duration"]), 6)
+        job["timeLimit"] = f"{int(-(-seconds // 60))}m"
+
+
+def set_bf_window(data: dict[str, Any], minutes: int) -> None:
+    """The scenario (YAML form) under slurm-backfill with SchedulerParameters' bf_window = `minutes`."""
+    conf = spec.policy_scheduler("slurm-backfill").slurm.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    params = [p for p in conf.get("SchedulerParameters", "").split(",") if p and not p.startswith("bf_window=")]
+    conf["SchedulerParameters"] = ",".join([*params, f"bf_window={int(minutes)}"])
+    data["scheduler"] = {"policy": "slurm-backfill", "slurm": conf}
+# ch. 9: one limit written three ways (ResourceQuota, Queue capability, Kueue nominalQuota); overcommit-factor
+
+A100_NODE = {"nvidia.com/gpu": 8, "cpu": 128, "memory": "1024Gi", "pods": 110}
+LIMIT_MECHANISMS = ("resourcequota", "capability", "kueue")
+
+
+def quota_limit(mechanism: str, limit: int = 16, duration: int = 90, jobs: int = 8, gpus: int = 4) -> Scenario:
+    """Team C's burst on 4 x 8 GPUs: `jobs` one-pod evaluation jobs of `gpus` GPUs running `duration` s,
+    submitted a second apart, with team C held to `limit` GPUs by a namespace ResourceQuota
+    (``resourcequota``), its Volcano Queue's capability (``capability``) or its Kueue ClusterQueue's
+    nominalQuota (``kueue``; cpu and memory are covered too, with room to spare, as Kueue requires)."""
+    if mechanism not in LIMIT_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {', '.join(LIMIT_MECHANISMS)}, not {mechanism!r}")
+    data: dict[str, Any] = {
+        "name": f"quota-limit-{mechanism}",
+        "cluster": {"pools": [{"name": "a100", "count": 4, "labels": {"gpu": "a100"}, "resources": A100_NODE}]},
+        "tenants": [{"name": "team-c"}],
+        "queues": [{"name": "team-c"}],
+        "jobs": [{"name": f"c-eval-{i}", "namespace": "team-c", "queue": "team-c", "submit": i, "duration": duration,
+                  "tasks": [{"name": "worker", "resources": {"nvidia.com/gpu": gpus, "cpu": 8, "memory": "64Gi"}}]}
+                 for i in range(jobs)],
+    }
+    if mechanism == "resourcequota":
+        data["tenants"][0]["resourceQuota"] = {"hard": {"requests.nvidia.com/gpu": str(limit)}}
+    elif mechanism == "capability":
+        data["queues"][0]["capability"] = {"nvidia.com/gpu": limit}
+    else:
+        quotas = [{"name": "cpu", "nominalQuota": 512}, {"name": "memory", "nominalQuota": "4096Gi"},
+                  {"name": "nvidia.com/gpu", "nominalQuota": limit}]
+        data["kueue"] = {
+            "resourceFlavors": [{"name": "a100", "nodeLabels": {"gpu": "a100"}}],
+            "clusterQueues": [{"name": "team-c", "resourceGroups": [{
+                "coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [{"name": "a100", "resources": quotas}]}]}],
+            "localQueues": [{"name": "team-c", "namespace": "team-c", "clusterQueue": "team-c"}]}
+        data["scheduler"] = {"policy": "kueue"}
+    return spec.validate(data)
+
+
+def overcommit_conf(factor: float) -> dict[str, Any]:
+    """Volcano's shipped conf (policy volcano-shipped) with the overcommit plugin's `overcommit-factor`."""
+    conf = spec.policy("volcano-shipped").model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for plugin in conf["tiers"][1]["plugins"]:
+        if plugin["name"] == "overcommit":
+            plugin["arguments"] = {"overcommit-factor": float(factor)}
+    return conf
+
+
+def overcommit_wave(factor: float = 1.2, capability: int | None = None, quota: int | None = None,
+                    jobs: int = 6) -> Scenario:
+    """Teams B and C each submit `jobs` one-pod 8-GPU training jobs (10 minutes) at t=0 onto 4 x 8 GPUs,
+    under the shipped conf with `overcommit-factor` `factor`; `capability` caps team C's queue (GPUs),
+    `quota` is team C's namespace ResourceQuota (``requests.nvidia.com/gpu``)."""
+    teams = ("team-b", "team-c")
+    data: dict[str, Any] = {
+        "name": "overcommit-wave",
+        "cluster": {"pools": [{"name": "a100", "count": 4, "resources": A100_NODE}]},
+        "tenants": [{"name": team} for team in teams],
+        "queues": [{"name": team} for team in teams],
+        "jobs": [{"name": f"{team[-1]}-train-{i}", "namespace": team, "queue": team, "submit": 0, "duration": "10m",
+                  "tasks": [{"name": "worker", "resources": {"nvidia.com/gpu": 8, "cpu": 16, "memory": "128Gi"}}]}
+                 for i in range(jobs) for team in teams],
+        "scheduler": {"conf": overcommit_conf(factor)},
+    }
+    if capability is not None:
+        data["queues"][1]["capability"] = {"nvidia.com/gpu": int(capability)}
+    if quota is not None:
+        data["tenants"][1]["resourceQuota"] = {"hard": {"requests.nvidia.com/gpu": str(quota)}}
+    return spec.validate(data)
+
+
+def elastic_under_limit(mechanism: str, limit: int = 16) -> Scenario:
+    """`quota_limit`'s three forms with one 8-GPU job running 10 minutes, then (t=5 s) a job of 4 workers x
+    4 GPUs with minAvailable 2 (5 minutes): its minimum fits beside the first job under the limit, all of it does not."""
+    data = quota_limit(mechanism, limit=limit, duration=600, jobs=1, gpus=8).model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    data["name"] = f"elastic-under-limit-{mechanism}"
+    data["jobs"].append({"name": "c-elastic", "namespace": "team-c", "queue": "team-c", "submit": 5, "duration": 300,
+                         "tasks": [{"name": "worker", "replicas": 4, "minAvailable": 2,
+                                    "resources": {"nvidia.com/gpu": 4, "cpu": 8, "memory": "64Gi"}}]})
+    return spec.validate(data)
+
+
+# ch. 12: borrowing and reclaim in a Kueue cohort
+
+
+def cohort_borrowing(a_jobs: int = 2, b_borrowing_limit: int | None = None, a_lending_limit: int | None = None,
+                     a_reclaim: str = "Any", c_reclaim: str = "LowerPriority", c_borrow: str = "LowerPriority") -> Scenario:
+    """Three ClusterQueues in the Kueue cohort `research` on 4 nodes x 8 A100 (one flavor): team-a
+    (nominalQuota 16 GPUs, the lender), team-b and team-c (8 each). At 0 team-b submits four 8-GPU
+    fine-tuning jobs (2 h) and borrows what the others leave idle; at 15 min team-c submits an evaluation job
+    of 2 pods x 8 GPUs (priority 100, 1 h); at 30 min team-a submits `a_jobs` 8-GPU training jobs (2 h).
+
+    The knobs are the ClusterQueues' fields: team-b's `borrowingLimit`, team-a's `lendingLimit`,
+    team-a's `preemption.reclaimWithinCohort`, team-c's `reclaimWithinCohort` and
+    `borrowWithinCohort.policy` (None / "Never" leave a limit or policy unset)."""
+    def cluster_queue(name: str, nominal: int, preemption: dict, borrowing: int | None = None,
+                      lending: int | None = None) -> dict:
+        quota = {"name": "nvidia.com/gpu", "nominalQuota": nominal}
+        if borrowing is not None:
+            quota["borrowingLimit"] = borrowing
+        if lending is not None:
+            quota["lendingLimit"] = lending
+        return {"name": name, "cohortName": "research", "preemption": preemption,
+                "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"],
+                                    "flavors": [{"name": "a100", "resources": [quota]}]}]}
+
+    def jobs(team: str, kind: str, count: int, pods: int, submit: int, duration: str, **extra) -> list[dict]:
+        worker = {"name": "worker", "replicas": pods, "resources": {"nvidia.com/gpu": 8}}
+        return [{"name": f"{kind}-{i}", "namespace": team, "submit": submit, "duration": duration, "tasks": [worker],
+                 **extra} for i in range(count)]
+
+    c_preemption = {"reclaimWithinCohort": c_reclaim}
+    if c_borrow != "Never":
+        c_preemption["borrowWithinCohort"] = {"policy": c_borrow}
+    return spec.validate({
+        "name": "cohort-borrowing",
+        "cluster": {"pools": [{"name": "a100", "count": 4, "labels": {"gpu": "a100"},
+                               "resources": {"nvidia.com/gpu": 8, "cpu": 128, "memory": "1024Gi", "pods": 110}}]},
+        "tenants": [{"name": team} for team in TEAMS],
+        "priorityClasses": [{"name": "eval-high", "value": 100}],
+        "kueue": {
+            "resourceFlavors": [{"name": "a100", "nodeLabels": {"gpu": "a100"}}],
+            "clusterQueues": [cluster_queue("team-a", 16, {"reclaimWithinCohort": a_reclaim}, lending=a_lending_limit),
+                              cluster_queue("team-b", 8, {}, borrowing=b_borrowing_limit),
+                              cluster_queue("team-c", 8, c_preemption)],
+            "localQueues": [{"name": "main", "namespace": team, "clusterQueue": team} for team in TEAMS],
+        },
+        "jobs": (jobs("team-b", "finetune", 4, 1, 0, "2h")
+                 + jobs("team-c", "eval", 1, 2, 900, "1h", priorityClassName="eval-high")
+                 + jobs("team-a", "train", a_jobs, 1, 1800, "2h")),
+        "scheduler": {"policy": "kueue"},
+    })

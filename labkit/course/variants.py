@@ -35,11 +35,22 @@ OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
     4: {"c_duration": (20, 12, 14, 16, 18, 22, 24, 26, 28, 30)},
     # ch. 5: workers (one 8-GPU node each) per data-parallel job in the gang pair
     5: {"workers": (2, 3, 4)},
+    # ch. 6: run-2's run time (min) in the queue order workload: how long the blocked head `big` waits under StrictFIFO
+    6: {"resident_minutes": (60, 45, 50, 55, 65, 70, 75, 80, 90)},
     # ch. 7: the class marked globalDefault in the priority stream; batch jobs queued behind the stream
     7: {"default_class": ("batch", "none", "prod"), "batch_jobs": (6, 3, 4, 5, 7, 8)},
+    # ch. 8: the preemptor's GPUs and ft's PriorityClass value in the victims snapshot; the lost-work budget (min)
+    8: {"urgent_gpus": (2, 4, 6), "ft_priority": (500, 50), "lost_budget_min": (60, 30, 90, 150)},
+    # ch. 9: the evaluation jobs' run time (s) in the three-limit burst; the overcommit-factor of the wave
+    9: {"duration": (90, 40, 60, 120, 150), "factor": (2.0, 1.25, 1.5, 1.75, 2.5, 3.0)},
     # ch. 10: the three queues' weights (a, b, c) and GPU requests (a, b, c, in 4-GPU jobs)
     10: {"weights": ((5, 3, 2), (4, 3, 1), (3, 2, 1), (6, 3, 1), (4, 2, 2), (5, 4, 1), (3, 3, 2)),
          "gpus": ((24, 16, 4), (20, 20, 4), (28, 12, 8), (16, 24, 4), (24, 20, 8), (20, 16, 8))},
+    # ch. 11: job c1's time limit (min) in the backfill workload; c1 runs 35 min and must hold b's
+    # reservation (2 + limit) before c2's end by its limit (30 + 60) once a has ended
+    11: {"c1_limit": (60, 40, 45, 50, 55, 65, 70, 75, 80)},
+    # ch. 12: team-a's 8-GPU training jobs arriving at 30 min in the cohort (`cases.cohort_borrowing`)
+    12: {"a_jobs": (2, 1, 3)},
 }
 
 _typed = ""

@@ -58,15 +58,10 @@ import numpy as np
 
 from ..progress import Progress
 from .compile import Compiled
+from .events import ARRIVAL, FINISH, RELEASED, RESYNC, TIMEOUT, TIMER, WAKE
 from .problem import Decisions, PodGroupPhase, Problem, State, TaskStatus, rank_by
 from .records import RunRecord
 
-ARRIVAL, RELEASED, FINISH, WAKE, TIMEOUT, TIMER, RESYNC = 0, 1, 2, 3, 4, 5, 6
-"""Event kinds, in the order they are applied when they fall on the same instant. WAKE and TIMER
-only make the next session run: a WAKE re-evaluates (a Permit wait, priorities that age), a TIMER
-is a transition the session has scheduled (a PodsReady timeout, a backoff's end), so a run with a
-TIMER due has not settled. TIMEOUT is a job reaching its time limit. RESYNC is the vcjob
-controller syncing a job again after a failed sync (pods the ResourceQuota refused)."""
 REQUEUE_DELAY, MAX_REQUEUE = 0.005, 15
 """The vcjob controller's retries of a failed sync (pkg/controllers/job/job_controller.go
 ``handleJobError``): ``AddRateLimited`` with client-go's default controller rate limiter (5 ms,

@@ -16,44 +16,65 @@ What is applied, as on a real cluster:
 * the `volcano.sh/preemptable` annotation from `preemptible`;
 * Volcano's own `default` queue, created by the scheduler before any user queue.
 
-Under a Slurm policy a pod's cpu becomes what select/cons_tres allocates (whole CPUs, at least one
-per node) and the Problem carries the partitions, QOS, associations and time limits
-(`labkit.engine.slurm.reference.slurm_tables`). On Kubernetes (Volcano, kube-scheduler, Kueue) the tenants'
-ResourceQuotas become the admission the clock applies when it creates pods
-(`labkit.engine.kube.reference.resource_quotas`); Slurm has no namespaces.
+What differs by policy family comes from the family's own folder as `FamilyRules`
+(`families.py` compiles each family's scenarios with its rules): the Policy of its scheduler
+section, the pod request as its scheduler allocates it, the Problem fields only it reads, and
+whether its jobs live in namespaces, whose ResourceQuotas become the admission the clock applies
+when it creates pods (`labkit.engine.quotas`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property, partial
 
 import numpy as np
 import pandas as pd
 
-from ..errors import SpecError
-from ..spec import Scenario, conf_of, scheduler_of
+from ..spec import Scenario
 from ..spec.base import DEFAULT_MAX_PODS
-from ..spec.model import Task, Tenant
+from ..spec.model import NodePool, Task, Tenant
 from ..spec.quantity import parse_duration
 from ..workloads import JobTable, expand, job_table
-from .kube.reference import ResourceQuotas, filter_failure, kube_policy, resource_quotas
 from .problem import (
-    ACTION_NAMES,
     BASE_RESOURCES,
-    EXT_NAMES,
-    PLUGIN_NAMES,
     PODS,
     LazyNames,
+    Policy,
     Problem,
     is_best_effort,
-    policy_from_conf,
     resource_vector,
 )
-from .slurm.reference import slurm_policy, slurm_request, slurm_tables
+from .quotas import ResourceQuotas, resource_quotas
 
 CRITICAL_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
+@dataclass(frozen=True)
+class FamilyTables:
+    """The Problem fields a family adds (see ``labkit.engine.problem.Problem``) plus each job's
+    termination grace period, which replaces the pods' own."""
+
+    fields: dict
+    job_grace: np.ndarray
+
+
+@dataclass(frozen=True)
+class FamilyRules:
+    """What a policy family brings to the shared compile, from its own folder."""
+
+    policy: Callable[[Scenario, list[str]], Policy]
+    """The Policy of the scenario's scheduler section over these resource names (SpecError naming
+    the field it refuses)."""
+    request: Callable[[np.ndarray], np.ndarray] | None = None
+    """A pod's request vector (pods = 1) as the family's scheduler allocates it; None: as asked."""
+    tables: Callable[[Scenario, list[str]], FamilyTables] | None = None
+    """The family's own Problem fields from the scenario and the pool of each node. A family with
+    tables reads each job, so its scenario is compiled with its generators expanded."""
+    namespaces: bool = True
+    """Jobs live in Kubernetes namespaces, whose ResourceQuotas admit the pods they create."""
 
 
 @dataclass(frozen=True)
@@ -111,15 +132,15 @@ class _Variant:
     replicas: list
 
 
-def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compiled:
-    """Compile a (validated) Scenario; bad combinations raise SpecError naming the field.
+def compile_with(rules: FamilyRules, scenario: Scenario, table: JobTable | None = None) -> Compiled:
+    """Compile a (validated) Scenario under its family's rules; bad combinations raise SpecError
+    naming the field. (`families.compile_scenario` picks the rules of the scenario's scheduler.)
 
     Jobs are read as columns (`labkit.workloads.job_table`, or ``table`` when the caller made it
     already): the work per job is array work, the Python work is per job shape (tasks, requests,
     node classes) and per namespace."""
-    sched = scheduler_of(scenario)
-    if sched.section == "slurm":
-        scenario = expand(scenario)  # Slurm's tables read the jobs' partitions, QOS and users
+    if rules.tables is not None:
+        scenario = expand(scenario)
         table = None
     if table is None:
         table = job_table(scenario)
@@ -147,7 +168,7 @@ def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compi
     feasibility: dict[tuple, int] = {}
     class_rows: list[np.ndarray] = []
     failure_rows: list[list[str]] = []
-    vector = _RequestVectors(resources, sched.section == "slurm")
+    vector = _RequestVectors(resources, rules.request)
     variants = [_variant(tasks, requests, f"jobs[{j}]", vector, role_index, nodes, feasibility, class_rows,
                          failure_rows) for tasks, requests, j in zip(shapes, pod_requests, first)]
 
@@ -183,8 +204,8 @@ def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compi
     extra = {"failure_reasons": ("", *reasons), "class_node_failure": np.array(
         [[reason_index.get(r, 0) for r in row_] for row_ in failure_rows], np.int64).reshape(len(class_rows), len(nodes))}
     grace = table.grace
-    if sched.section == "slurm":
-        tables = slurm_tables(scenario, sched.slurm, [pool.name for pool, _ in nodes])
+    if rules.tables is not None:
+        tables = rules.tables(scenario, [pool.name for pool, _ in nodes])
         extra.update(tables.fields)
         grace = tables.job_grace
     problem = Problem(
@@ -227,7 +248,7 @@ def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compi
         task_rank=_rank(np.argsort(table.submit[task_job], kind="stable")),
         task_class=pods("pod_class", np.int64),
         class_node_ok=np.array(class_rows, bool).reshape(len(class_rows), len(nodes)),
-        policy=_policy(scenario, resources),
+        policy=rules.policy(scenario, resources),
         **extra,
     )
     return Compiled(
@@ -244,7 +265,7 @@ def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compi
         node_speed=np.array([pool.speed for pool, _ in nodes], float),
         horizon=parse_duration(scenario.horizon) if scenario.horizon is not None else math.inf,
         schedule_period=parse_duration(scenario.scheduler.schedule_period),
-        quotas=_quotas(scenario, tenants, table, var_code, pod_requests) if sched.section != "slurm" else None,
+        quotas=_quotas(scenario, tenants, table, var_code, pod_requests) if rules.namespaces else None,
     )
 
 
@@ -332,10 +353,11 @@ def _rank_by_time_then_name(time: np.ndarray, names: tuple[str, ...]) -> np.ndar
 class _RequestVectors:
     """A pod's requests as vectors, computed once per distinct request (a trace has a handful):
     (what calcPGMinResources sums: the requests plus one pod, the pod's request as the scheduler
-    sees it (pods = 1; under Slurm what cons_tres allocates), whether it is best-effort)."""
+    sees it (pods = 1; what the family's `FamilyRules.request` makes of it), whether it is
+    best-effort)."""
 
-    def __init__(self, resources: list[str], slurm: bool):
-        self.resources, self.slurm, self.seen = resources, slurm, {}
+    def __init__(self, resources: list[str], allocated: Callable[[np.ndarray], np.ndarray] | None):
+        self.resources, self.allocated, self.seen = resources, allocated, {}
 
     def __call__(self, pod: dict, where: str) -> tuple[np.ndarray, np.ndarray, bool]:
         key = tuple(sorted((name, str(value)) for name, value in pod.items()))
@@ -343,8 +365,8 @@ class _RequestVectors:
             raw = resource_vector(self.resources, pod, where)
             request = raw.copy()
             request[PODS] = 1.0
-            if self.slurm:
-                request = slurm_request(request)
+            if self.allocated is not None:
+                request = self.allocated(request)
             raw[PODS] += 1.0
             self.seen[key] = (raw, request, is_best_effort(request))
         return self.seen[key]
@@ -398,6 +420,17 @@ def _feasibility_class(task: Task, nodes: list, seen: dict[tuple, int], rows: li
     return seen[key]
 
 
+def filter_failure(task: Task, pool: NodePool) -> str:
+    """The first of TaintToleration and NodeAffinity that rejects the pod on a node of the pool, as
+    its status reason ('' when both pass); both are UnschedulableAndUnresolvable."""
+    for taint in pool.taints:
+        if taint.effect != "PreferNoSchedule" and not any(t.tolerates(taint) for t in task.tolerations):
+            return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+    if not all(pool.labels.get(k) == v for k, v in task.node_selector.items()):
+        return "node(s) didn't match Pod's node affinity/selector"
+    return ""
+
+
 def _quotas(scenario: Scenario, tenants: dict[str, Tenant], table: JobTable, variant: np.ndarray,
             pod_requests: list[list[dict]]) -> ResourceQuotas | None:
     """The ResourceQuota admission of every pod: its requests, and its limits (a LimitRange
@@ -443,29 +476,3 @@ def _min_resources(need: int, mins: list[int], replicas: list[int], per_task: li
         total += request * take
         left -= take
     return total
-
-
-def _policy(scenario: Scenario, resources: list[str]):
-    sched = scheduler_of(scenario)
-    if sched.section == "slurm":
-        return slurm_policy(sched.slurm)
-    if sched.section == "kube":
-        return kube_policy(sched.kube, resources)
-    conf = conf_of(scenario)
-    where = "scheduler.conf"
-    for action in conf.action_list():
-        if action not in ACTION_NAMES:
-            raise SpecError(f"{where}.actions", f"action {action!r} is not simulated by labkit "
-                                                f"(simulated: {', '.join(ACTION_NAMES)})")
-    tiers = []
-    for t, tier in enumerate(conf.tiers):
-        entries = []
-        for p, plugin in enumerate(tier.plugins):
-            if plugin.name not in PLUGIN_NAMES:
-                raise SpecError(f"{where}.tiers[{t}].plugins[{p}].name",
-                                f"plugin {plugin.name!r} is not simulated by labkit (simulated: {', '.join(PLUGIN_NAMES)})")
-            enabled = {point for point in plugin.enabled() if point in EXT_NAMES}
-            entries.append({"name": plugin.name, "enabled": enabled, "arguments": dict(plugin.arguments)})
-        tiers.append(entries)
-    policy = policy_from_conf(conf.action_list(), tiers, resources)
-    return replace(policy, strict_fifo=sched.queueing_strategy == "StrictFIFO")

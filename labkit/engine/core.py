@@ -417,7 +417,7 @@ def _snapshot_arrays(c: Compiled) -> dict:
 
 
 def _quota_arrays(c: Compiled) -> dict:
-    """The ResourceQuota admission (``kube.ResourceQuotas``) in milli-units; no quota: empty."""
+    """The ResourceQuota admission (``quotas.ResourceQuotas``) in milli-units; no quota: empty."""
     p, quotas = c.problem, c.quotas
     if quotas is None:
         return {"k_job_quota": np.full(p.n_jobs, -1, np.int64), "k_usage": np.zeros((p.n_tasks, 0), np.int64),

@@ -28,7 +28,6 @@ from .core_account import (
 )
 from .core_state import (
     ALLOCATE,
-    ARRIVAL,
     EI_A,
     EI_B,
     EI_JOB,
@@ -45,7 +44,6 @@ from .core_state import (
     EV_RESTARTING,
     EV_STARTED,
     EV_SUBMITTED,
-    FINISH,
     I_ARRIVED,
     I_BINDS,
     I_CLOSED,
@@ -73,16 +71,15 @@ from .core_state import (
     PH_COMPLETED,
     PH_PENDING,
     PREEMPT,
-    RELEASED,
     RELEASING,
     RUNNING,
     SUCCEEDED,
-    WAKE,
     inlined,
     jit,
     state_free,
     state_new,
 )
+from .events import ARRIVAL, FINISH, RELEASED, WAKE
 from .volcano.core_actions import run_session, sort_prefix
 
 # -------------------------------------------------------------------------------- records
@@ -280,7 +277,7 @@ def namespace_used(s, q, created, out):
 def quota_refuses(s, j):
     """Whether the ResourceQuota admission refuses one of the job's pods, created in order (each
     admitted one counts for the next) over the pods of its namespace that exist and have not
-    succeeded (``kube.ResourceQuotas.admit``)."""
+    succeeded (``quotas.ResourceQuotas.admit``)."""
     q = s.k_job_quota[j]
     used = np.zeros(s.k_usage.shape[1], np.int64)
     namespace_used(s, q, s.created[s.t_job], used)

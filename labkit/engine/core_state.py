@@ -131,9 +131,6 @@ SCAN_ALLOCATE, SCAN_PREDICATE, SCAN_PREEMPT = range(3)
 # Statement operations
 OP_EVICT, OP_PIPELINE, OP_ALLOCATE = range(3)
 
-# Clock events (clock.py's kinds and order on one instant; the families' cores add TIMEOUT and TIMER)
-ARRIVAL, RELEASED, FINISH, WAKE, TIMEOUT, TIMER = range(6)
-
 # Run events (the ``kind`` column) and what the message of each says
 (EV_SUBMITTED, EV_ENQUEUED, EV_BOUND, EV_PIPELINED, EV_STARTED, EV_EVICTED, EV_RESTARTING, EV_DELETED,
  EV_COMPLETED) = range(9)

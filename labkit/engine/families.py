@@ -3,9 +3,10 @@ scenario's scheduler (Volcano, the default kube-scheduler, Kueue, Slurm), so tha
 asks which family it has. Adding a family is one folder under `engine/` and one row here.
 
 Each row gives the family's reference session (one scheduling cycle on a Problem) or, for Kueue,
-its own reference run; how its scenario compiles; what its numba core does not simulate; the
-static arrays and the run of that core; and the usage the clock keeps for it (Slurm's decayed
-fair-share usage).
+its own reference run; how its scenario compiles (the shared `compile.compile_with` under the
+`FamilyRules` its folder gives: its Policy, request conversion and tables; Kueue compiles a Volcano
+placeholder); what its numba core does not simulate; the static arrays and the run of that core;
+and the usage the clock keeps for it (Slurm's decayed fair-share usage).
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, partial
 
 from ..progress import Progress
 from ..results import Result
 from ..spec import Scenario, scheduler_of
 from ..workloads import JobTable, job_table, table_key
 from .clock import Session, Usage
-from .compile import Compiled
+from .compile import Compiled, compile_with
 from .problem import Decisions, Family, Problem, State
 from .records import RunRecord
 
@@ -42,6 +43,9 @@ class FamilyEngine:
     run: Callable[[Compiled, dict, float, Progress | None], RunRecord | None]
     reference: Callable[[Scenario, Compiled, Progress | None], Result] | None = None
     usage: Usage | None = None
+    label: Callable[[Result], Result] | None = None
+    """The family's reading of the core's Result, as its `reference` gives it (Kueue: each job's
+    `queue` is its ClusterQueue)."""
 
 
 # Each family's modules are imported when its row is first read: a Volcano run does not pay for
@@ -50,30 +54,27 @@ class FamilyEngine:
 
 def _volcano() -> FamilyEngine:
     from . import core
-    from .compile import compile_scenario
-    from .volcano.reference import run_session
+    from .volcano.reference import VOLCANO, run_session
 
-    return FamilyEngine("volcano", run_session, compile_scenario, True, core.unsupported, core.static_arrays,
-                        core.run)
+    return FamilyEngine("volcano", run_session, partial(compile_with, VOLCANO), True, core.unsupported,
+                        core.static_arrays, core.run)
 
 
 def _kube() -> FamilyEngine:
     from . import core
-    from .compile import compile_scenario
     from .kube import core as kube_core
-    from .kube.reference import run_session
+    from .kube.reference import KUBE, run_session
 
-    return FamilyEngine("kube-scheduler", run_session, compile_scenario, True, kube_core.unsupported,
+    return FamilyEngine("kube-scheduler", run_session, partial(compile_with, KUBE), True, kube_core.unsupported,
                         lambda c: core.static_arrays(c) | kube_core.kube_arrays(c), kube_core.run)
 
 
 def _slurm() -> FamilyEngine:
     from . import core
-    from .compile import compile_scenario
     from .slurm import core as slurm_core
-    from .slurm.reference import decayed_usage, run_session
+    from .slurm.reference import SLURM, decayed_usage, run_session
 
-    return FamilyEngine("slurm", run_session, compile_scenario, False, slurm_core.unsupported,
+    return FamilyEngine("slurm", run_session, partial(compile_with, SLURM), False, slurm_core.unsupported,
                         lambda c: core.static_arrays(c) | slurm_core.slurm_arrays(c), slurm_core.run,
                         usage=decayed_usage)
 
@@ -81,11 +82,11 @@ def _slurm() -> FamilyEngine:
 def _kueue() -> FamilyEngine:
     from . import core
     from .kueue import core as kueue_core
-    from .kueue.reference import compile_kueue, simulate_kueue
+    from .kueue.reference import compile_kueue, label_cluster_queues, simulate_kueue
 
     return FamilyEngine("kueue", lambda p, s: Decisions(), lambda scenario, table: compile_kueue(scenario), False,
                         kueue_core.unsupported, lambda c: core.static_arrays(c) | kueue_core.kueue_arrays(c),
-                        kueue_core.run, reference=simulate_kueue)
+                        kueue_core.run, reference=simulate_kueue, label=label_cluster_queues)
 
 
 ROWS: dict[str, Callable[[], FamilyEngine]] = {"volcano": _volcano, "kube": _kube, "slurm": _slurm,
@@ -107,6 +108,12 @@ def engine_of(scenario: Scenario) -> FamilyEngine:
     """The engine the scenario's scheduler names: Kueue when it has a Kueue configuration."""
     sched = scheduler_of(scenario)
     return family("kueue" if sched.kueue is not None else BY_SECTION.get(sched.section, "volcano"))
+
+
+def compile_scenario(scenario: Scenario, table: JobTable | None = None) -> Compiled:
+    """The scenario compiled as its family compiles it (`engine_of`; ``table``: its job table,
+    when the caller made it already)."""
+    return engine_of(scenario).compile(scenario, table)
 
 
 def engine_of_compiled(compiled: Compiled) -> FamilyEngine:

@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 
 from .. import spec
-from ..errors import LabkitWarning
+from ..errors import LabkitWarning, SpecError
 from ..progress import DELAY, Progress, progress_bar
 from ..results import Result
 from ..spec import Scenario
 from .clock import Session, Simulation, record_of
-from .compile import Compiled, compile_scenario
+from .compile import Compiled
 from .problem import Decisions, PodGroupPhase, Problem
 from .records import result_of
 
@@ -28,7 +28,10 @@ def cycle(scenario: Scenario, policy: str | None = None, session: Session | None
 
     if policy is not None:
         scenario = with_policy(scenario, policy)
-    sim = Simulation(compile_scenario(scenario), session or families.run_session, families.engine_of(scenario).usage)
+    family = families.engine_of(scenario)
+    if family.reference is not None:
+        raise SpecError("scheduler", f"{family.name} has no scheduling session of its own: simulate() the scenario")
+    sim = Simulation(family.compile(scenario, None), session or families.run_session, family.usage)
     for j in range(sim.p.n_jobs):
         sim.arrive(0.0, j)
     decisions, _ = sim.session_once(0.0)
@@ -98,7 +101,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
         if missing is None:
             small = compiled.problem.n_jobs <= REFERENCE_WHILE_COMPILING
             try:
-                result = _on_core(compiled, static, progress, "raise" if engine == "auto" and small else "wait")
+                result = _on_core(compiled, static, progress, "raise" if engine == "auto" and small else "wait", family)
             except core.Cold as cold:
                 build = cold.build
             else:
@@ -111,7 +114,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
             ran = _fallback(missing)
         else:
             ran = f"reference (the numba core for {build.family} was compiling in the background)"
-    compiled, result = compiled or _compile(scenario, session, family), None
+    compiled, result = compiled or family.compile(scenario, None), None
     if build is not None:  # the first to finish answers: the reference run, or the core once compiled
         desc = f"reference engine (the numba core for {build.family} compiles meanwhile)"
         with progress_bar(progress or True, compiled.problem.n_jobs, desc, DELAY) as tell:
@@ -120,7 +123,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
             except _CoreReady:
                 pass
         if result is None:
-            result = _on_core(compiled, static, progress, "wait")
+            result = _on_core(compiled, static, progress, "wait", family)
             if result is not None:
                 return result
             ran = _fallback(core.QUOTA_REFUSED)
@@ -159,9 +162,9 @@ def _until_done(build, tell: Progress | None) -> Progress:
     return check
 
 
-def _on_core(compiled: Compiled, static: dict, progress: bool | Progress, when_cold: str) -> Result | None:
-    """The run on the family's numba core (``when_cold``: see ``core.WHEN_COLD``); None if a
-    ResourceQuota refused a pod under a Volcano policy (``core.QUOTA_REFUSED``)."""
+def _on_core(compiled: Compiled, static: dict, progress: bool | Progress, when_cold: str, family) -> Result | None:
+    """The run on the family's numba core (``when_cold``: see ``core.WHEN_COLD``), labelled as the family
+    labels its results; None if a ResourceQuota refused a pod under a Volcano policy (``core.QUOTA_REFUSED``)."""
     from . import core, families
 
     with core.when_cold(when_cold), core.paused_gc(), progress_bar(progress, compiled.problem.n_jobs) as tell:
@@ -170,15 +173,7 @@ def _on_core(compiled: Compiled, static: dict, progress: bool | Progress, when_c
             return None
         result = result_of(compiled, record)
     result.info["engine"] = "numba"
-    return result
-
-
-def _compile(scenario: Scenario, session: Session | None, family) -> Compiled:
-    """The scenario compiled for the reference engine (by its family's own compiler when the family
-    has its own reference run, Kueue's)."""
-    if session is None and family.reference is not None:
-        return family.compile(scenario, None)
-    return compile_scenario(scenario)
+    return family.label(result) if family.label is not None else result
 
 
 def _reference(scenario: Scenario, compiled: Compiled, session: Session | None, family,

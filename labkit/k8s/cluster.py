@@ -26,9 +26,9 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 from urllib3.exceptions import HTTPError
 
-from ..errors import LabkitError
+from ..errors import LabkitError, SpecError
 from ..results import Result
-from ..spec import Scenario, policy
+from ..spec import Scenario, policy, scheduler_of
 from ..spec.quantity import parse_duration, parse_quantity
 from .manifests import (
     EXISTING_NAMESPACES,
@@ -273,6 +273,16 @@ def _api_message(err: ApiException) -> str:
 
 
 # ---------------------------------------------------------------------------------------- apply
+
+
+def volcano_lab(scenario: Scenario) -> Scenario:
+    """The scenario, when it is a lab `labkit cluster` can run (a Volcano one); a Kueue lab is a one-line
+    SpecError saying how to run it instead."""
+    if scheduler_of(scenario).kueue is not None:
+        raise SpecError("scheduler", "a Kueue lab: `labkit cluster` runs Volcano labs; write this one with "
+                        "`labkit export k8s SCENARIO -o DIR` and `kubectl apply -f DIR` on a cluster with Kueue (and "
+                        "JobSet, for jobs of several tasks) installed")
+    return scenario
 
 
 API_VERSIONS = {"Node": "v1", "HyperNode": "topology.volcano.sh/v1alpha1", "ConfigMap": "v1", "Namespace": "v1",

@@ -27,7 +27,7 @@ def export_k8s(scenario: Scenario, out_dir: Path, time_scale: float, command: st
 
 
 EXPORT_TARGETS: dict[str, tuple[str, Callable[[Scenario, Path, float, str, bool], list[Path]]]] = {
-    "k8s": ("Kubernetes + Volcano + KWOK manifests (kubectl apply -f DIR)", export_k8s),
+    "k8s": ("Kubernetes + KWOK manifests with Volcano's objects, or Kueue's for a Kueue scenario (kubectl apply -f DIR)", export_k8s),
     "slurm": ("slurm.conf, gres.conf and one sbatch script per job (labkit slurm up --state-dir DIR)", export_slurm),
 }
 """target -> (help, writer(scenario, out_dir, time_scale, command line for the header, force))."""
@@ -67,9 +67,9 @@ def _api(args: argparse.Namespace):
 
 
 def cmd_cluster_apply(args: argparse.Namespace) -> int:
-    from .cluster import apply, preflight
+    from .cluster import apply, preflight, volcano_lab
 
-    scenario = read_scenario(args)
+    scenario = volcano_lab(read_scenario(args))
     api = _api(args)
     preflight(api, scenario, "apply")
     created = apply(api, scenario, args.time_scale)
@@ -78,10 +78,10 @@ def cmd_cluster_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_cluster_observe(args: argparse.Namespace) -> int:
-    from .cluster import observe, preflight
+    from .cluster import observe, preflight, volcano_lab
     from .observe import result_json
 
-    scenario = read_scenario(args)
+    scenario = volcano_lab(read_scenario(args))
     api = _api(args)
     preflight(api, scenario, "observe")
     result = observe(api, scenario, args.timeout)

@@ -1,8 +1,11 @@
-"""Scenario -> the Kubernetes and Volcano objects that run the same lab on a real cluster.
+"""Scenario -> the Kubernetes and Volcano (or Kueue) objects that run the same lab on a real cluster.
 
-`manifests(scenario)` returns plain dicts in apply order (see `KINDS`): the fake GPU nodes KWOK
-animates and the HyperNodes over them, the scheduler conf, the tenants' Namespaces with their
-ResourceQuota and LimitRange, PriorityClasses, Volcano Queues, and one vcjob per scenario job.
+`manifests(scenario)` returns plain dicts in apply order (see `APPLY_ORDER`): the fake GPU nodes
+KWOK animates and the HyperNodes over them, the scheduler conf, the tenants' Namespaces with their
+ResourceQuota and LimitRange, PriorityClasses, Volcano Queues, and one vcjob per scenario job. A
+scenario under Kueue (`scheduler.kueue` or a Kueue policy) gets Kueue's objects instead of the
+Volcano ones (`kueue_objects`): ResourceFlavors, Cohorts, ClusterQueues, LocalQueues, and one
+`batch/v1` Job (one task) or JobSet (several) per job, which Kueue admits by unsuspending it.
 Every object carries `app.kubernetes.io/managed-by: labkit` and `labkit.io/lab: <scenario name>`,
 so `labkit cluster down` can remove exactly what a lab created.
 
@@ -14,13 +17,15 @@ times and submit offsets, so a simulated week runs in minutes on a laptop.
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import yaml
 
-from ..errors import SpecError
-from ..spec import Scenario, conf_of
+from ..errors import LabkitWarning, SpecError
+from ..spec import Scenario, conf_of, scheduler_of
 from ..spec.base import DEFAULT_MAX_PODS
+from ..spec.kueue import KueueConfiguration, local_queue
 from ..spec.model import Job, NodePool, PriorityClass, Queue, SchedulerConf, Task, Toleration
 from ..spec.quantity import parse_duration
 from ..workloads import expand
@@ -47,8 +52,17 @@ UNRESTRICTED_RETRIES = 2**31 - 1
 """vcjob maxRetry: the simulator restarts an evicted gang without limit, Volcano's default is 3."""
 EXISTING_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease", SCHEDULER_NAMESPACE})
 
-KINDS = ("Node", "HyperNode", "ConfigMap", "Namespace", "ResourceQuota", "LimitRange", "PriorityClass", "Queue", "Job")
-"""Apply order: nodes before anything lands on them, the policy before jobs, tenants, queues, then jobs."""
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+APPLY_ORDER = (("v1", "Node"), ("topology.volcano.sh/v1alpha1", "HyperNode"), ("v1", "ConfigMap"), ("v1", "Namespace"),
+               ("v1", "ResourceQuota"), ("v1", "LimitRange"), ("scheduling.k8s.io/v1", "PriorityClass"),
+               ("scheduling.volcano.sh/v1beta1", "Queue"), ("batch.volcano.sh/v1alpha1", "Job"),
+               (KUEUE_API, "ResourceFlavor"), (KUEUE_API, "Cohort"), (KUEUE_API, "ClusterQueue"),
+               (KUEUE_API, "LocalQueue"), ("batch/v1", "Job"), (JOBSET_API, "JobSet"))
+"""(apiVersion, kind) in apply order: nodes before anything lands on them, the policy before jobs, tenants,
+queues, then jobs; a Kueue lab's flavors and queues before the LocalQueues its jobs name."""
+KINDS = tuple(kind for _, kind in APPLY_ORDER[:9])
+"""The kinds of a Volcano lab, in apply order (what `labkit cluster` creates and removes)."""
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _BASE_RESOURCES = ("cpu", "memory", "ephemeral-storage")
@@ -60,11 +74,23 @@ def manifests(scenario: Scenario, time_scale: float = 1.0) -> list[dict]:
         raise SpecError("--time-scale", f"must be > 0, got {time_scale}")
     scenario = expand(scenario)
     labels = lab_labels(scenario.name)
-    objects = nodes(scenario, labels) + hypernodes(scenario, labels) + [scheduler_configmap(conf_of(scenario), labels)]
-    objects += _tenancy(scenario, labels) + [_priority_class(p, labels) for p in scenario.priority_classes]
-    objects += [_queue(q, labels) for q in scenario.queues]
-    objects += [vcjob(job, labels, time_scale) for job in scenario.jobs]
-    return sorted(objects, key=lambda obj: KINDS.index(obj["kind"]))
+    scheduler = scheduler_of(scenario)
+    if scheduler.kueue is not None:
+        objects = kueue_objects(scenario, scheduler.kueue, labels, time_scale)
+    else:
+        if scheduler.queueing_strategy == "StrictFIFO":
+            warnings.warn(LabkitWarning(STRICT_FIFO_NOTE), stacklevel=2)
+        objects = hypernodes(scenario, labels) + [scheduler_configmap(conf_of(scenario), labels)]
+        objects += [_queue(q, labels) for q in scenario.queues]
+        objects += [vcjob(job, labels, time_scale) for job in scenario.jobs]
+    objects += nodes(scenario, labels) + _tenancy(scenario, labels)
+    objects += [_priority_class(p, labels) for p in scenario.priority_classes]
+    return sorted(objects, key=lambda obj: APPLY_ORDER.index((obj["apiVersion"], obj["kind"])))
+
+
+STRICT_FIFO_NOTE = ("scheduler.queueingStrategy StrictFIFO is not exported: Volcano's scheduler has no such switch "
+                    "(a Queue's dequeueStrategy is read nowhere in it), so the real run is BestEffortFIFO")
+"""Said when a StrictFIFO scenario is exported: the simulated run and the real one will differ."""
 
 
 def lab_labels(name: str) -> dict[str, str]:
@@ -286,6 +312,20 @@ def restarts_on_eviction(job: Job) -> bool:
 
 
 def _task(task: Task, labels: dict[str, str], job: Job, run_time: float, grace: int) -> dict:
+    template = _pod_template(task, labels, run_time, grace)
+    template["metadata"]["annotations"][PREEMPTABLE] = "true" if job.preemptible else "false"
+    return {
+        "name": task.name,
+        "replicas": task.replicas_resolved,
+        "minAvailable": task.min_available_resolved,
+        "template": template,
+    }
+
+
+def _pod_template(task: Task, labels: dict[str, str], run_time: float, grace: int,
+                  priority_class: str | None = None) -> dict:
+    """A task's pods: its requests (extended resources also as limits), selectors and tolerations, on a
+    KWOK node, running `run_time` seconds (the `labkit.io/duration` annotation)."""
     requests = {name: quantity(v) for name, v in task.resources.items() if name != "pods"}
     limits = {name: v for name, v in requests.items() if name not in _BASE_RESOURCES
               and not name.startswith("hugepages-")}  # extended resources: requests must equal limits
@@ -300,15 +340,107 @@ def _task(task: Task, labels: dict[str, str], job: Job, run_time: float, grace: 
         "tolerations": [{"key": KWOK_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}]
                        + [_toleration(t) for t in task.tolerations],
     }
-    annotations = {DURATION: go_duration(run_time), PREEMPTABLE: "true" if job.preemptible else "false"}
-    return {
-        "name": task.name,
-        "replicas": task.replicas_resolved,
-        "minAvailable": task.min_available_resolved,
-        "template": {"metadata": {"labels": dict(labels), "annotations": annotations}, "spec": pod_spec},
-    }
+    if priority_class:
+        pod_spec["priorityClassName"] = priority_class
+    return {"metadata": {"labels": dict(labels), "annotations": {DURATION: go_duration(run_time)}}, "spec": pod_spec}
 
 
 def _toleration(toleration: Toleration) -> dict:
     given = toleration.model_dump()
     return {"operator": given.pop("operator"), **{k: v for k, v in given.items() if v}}
+
+
+# ---------------------------------------------------------------------------------------- Kueue
+
+KUEUE_NAMESPACE, KUEUE_CONFIGMAP, KUEUE_CONFIG_KEY = "kueue-system", "kueue-manager-config", "controller_manager_config.yaml"
+"""Where Kueue's manifests and helm chart keep the controller's Configuration (read at start: restart
+`deployment/kueue-controller-manager` after changing it)."""
+QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+"""Job label naming the LocalQueue (`pkg/controller/constants: QueueLabel`)."""
+MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+"""Job annotation: the fewest pods Kueue may admit the Job with (partial admission)."""
+_QUANTITY_KEYS = ("nominalQuota", "borrowingLimit", "lendingLimit", "weight")
+
+
+def kueue_objects(scenario: Scenario, configuration: KueueConfiguration, labels: dict[str, str],
+                  time_scale: float) -> list[dict]:
+    """The Kueue part of a Kueue lab: its Configuration when it differs from Kueue's defaults, the
+    scenario's `kueue` objects, and its jobs as Kueue-managed Jobs (JobSets for several tasks)."""
+    objects = [] if configuration == KueueConfiguration() else [kueue_configmap(configuration, labels)]
+    kueue = scenario.kueue
+    for kind, items in (("ResourceFlavor", kueue.resource_flavors), ("Cohort", kueue.cohorts),
+                        ("ClusterQueue", kueue.cluster_queues)):
+        for item in items:
+            spec = _api_fields(item)
+            if kind == "ClusterQueue":
+                spec["namespaceSelector"] = {}  # Kueue's default (null) admits no namespace at all
+            objects.append({"apiVersion": KUEUE_API, "kind": kind, "metadata": _meta(item.name, labels), "spec": spec})
+    for lq in kueue.local_queues:
+        objects.append({"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": _meta(lq.name, labels, lq.namespace),
+                        "spec": {"clusterQueue": lq.cluster_queue}})
+    for i, job in enumerate(scenario.jobs):
+        lq = local_queue(kueue.local_queues, job.namespace, job.queue)
+        objects.append(kueue_job(job, labels, lq.name if lq else None, time_scale, f"jobs[{i}]"))
+    return objects
+
+
+def _api_fields(item: Any) -> dict:
+    """A Kueue object's fields as its API writes them: camelCase, unset ones left out, quantities as quantities."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: quantity(v) if k in _QUANTITY_KEYS else clean(v) for k, v in value.items()}
+        return [clean(v) for v in value] if isinstance(value, list) else value
+    return clean(item.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"name"}))
+
+
+def kueue_configmap(configuration: KueueConfiguration, labels: dict[str, str]) -> dict:
+    """Kueue's Configuration (`config.kueue.x-k8s.io/v1beta2`) with the lab's fairSharing and
+    waitForPodsReady; v1beta2 turns each on by its presence (no `enable` field). Fields left out take
+    Kueue's defaults (`apis/config/v1beta2/defaults.go`); JobSet is integrated for jobs of several tasks."""
+    config: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                              "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]}}
+    if configuration.fair_sharing.enable:
+        config["fairSharing"] = {"preemptionStrategies": list(configuration.fair_sharing.preemption_strategies)}
+    ready = configuration.wait_for_pods_ready
+    if ready.enable:
+        strategy = ready.requeuing_strategy.model_dump(mode="json", by_alias=True, exclude_none=True)
+        config["waitForPodsReady"] = {"timeout": go_duration(parse_duration(ready.timeout)),
+                                      "blockAdmission": ready.block_admission, "requeuingStrategy": strategy}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(KUEUE_CONFIGMAP, labels, KUEUE_NAMESPACE),
+            "data": {KUEUE_CONFIG_KEY: yaml.safe_dump(config, sort_keys=False)}}
+
+
+def kueue_job(job: Job, labels: dict[str, str], local_queue_name: str | None, time_scale: float, where: str) -> dict:
+    """A job as Kueue sees it: a suspended `batch/v1` Job labelled with its LocalQueue (one task; an elastic
+    task's `min` as Kueue's partial admission), or a JobSet with one replicated Job per task. A job no
+    LocalQueue takes is created without the label and unsuspended, as Kueue leaves it to kube-scheduler.
+    Its (scaled) submit offset is also a label, so `kubectl create -l` can submit the jobs wave by wave."""
+    run_time = parse_duration(job.work if job.work is not None else job.duration) / time_scale
+    grace = round(parse_duration(job.grace_period) / time_scale)
+    submit = go_duration(parse_duration(job.submit) / time_scale)
+    annotations = {SUBMIT: submit, TIME_SCALE: f"{time_scale:g}"}
+    job_labels = {**labels, SUBMIT: submit}  # kubectl create -f FILE -l labkit.io/submit=45s: one wave of jobs
+    if local_queue_name:
+        job_labels[QUEUE_NAME] = local_queue_name
+
+    def job_spec(task: Task) -> dict:
+        n = task.replicas_resolved
+        template = _pod_template(task, labels, run_time, grace, job.priority_class_name)
+        return {"parallelism": n, "completions": n, "template": template}
+
+    managed = {"suspend": True} if local_queue_name else {}
+    if len(job.tasks) == 1:
+        task = job.tasks[0]
+        if task.elastic is not None and task.elastic.min < task.replicas_resolved:
+            annotations[MIN_PARALLELISM] = str(task.elastic.min)
+        return {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": _meta(job.name, job_labels, job.namespace, annotations=annotations),
+                "spec": {**managed, **job_spec(task)}}
+    for k, task in enumerate(job.tasks):
+        if task.elastic is not None and task.elastic.min < task.replicas_resolved:
+            raise SpecError(f"{where}.tasks[{k}].elastic", "Kueue admits a JobSet (a job of several tasks) whole: "
+                            "partial admission is for a batch/v1 Job, a job of one task")
+    replicated = [{"name": task.name, "replicas": 1, "template": {"spec": job_spec(task)}} for task in job.tasks]
+    return {"apiVersion": JOBSET_API, "kind": "JobSet",
+            "metadata": _meta(job.name, job_labels, job.namespace, annotations=annotations),
+            "spec": {**managed, "replicatedJobs": replicated}}

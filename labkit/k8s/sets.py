@@ -16,9 +16,11 @@ from .manifests import lab_labels, manifests, scheduler_configmap
 CHAPTERS = {
     "ch01": ("case-study", 1008.0),   # the case study's week in 10 minutes
     "ch02": ("fragmentation", 60.0),  # 8-hour jobs in 8 minutes
+    "ch08": ("preemption-checkpoint", 60.0),  # 10 hours of work, four preemptions, in about 15 minutes
 }
 """clusters/<chapter> -> (preset, time scale)."""
 EXAMPLES = {
+    "ch06": ("queue-order.yaml", 20.0),  # ch. 6: 2.7 hours in 8 minutes
     "ch07": ("priority-stream.yaml", 60.0),  # ch. 7: 12 hours of the prod stream in 12 minutes
 }
 """clusters/<chapter> -> (scenario file in labkit/examples, time scale), for chapters whose scenario is an example."""

@@ -102,6 +102,14 @@ class Kueue(Model):
     local_queues: list[LocalQueue] = Field(default_factory=list)
 
 
+def local_queue(local_queues: list[LocalQueue], namespace: str, queue: str) -> LocalQueue | None:
+    """The LocalQueue a job goes to: the one of its namespace named by its ``queue``, else the only one
+    (None: no LocalQueue takes the job, so Kueue does not manage it)."""
+    mine = [lq for lq in local_queues if lq.namespace == namespace]
+    named = [lq for lq in mine if lq.name == queue]
+    return named[0] if named else (mine[0] if len(mine) == 1 else None)
+
+
 class FairSharingConfig(Model):
     enable: bool = False
     preemption_strategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] = Field(
@@ -156,6 +164,12 @@ def check(k: Kueue | None, configuration: KueueConfiguration | None, namespaces:
     flavors = {f.name for f in k.resource_flavors}
     used: set[str] = set()
     for i, cq in enumerate(k.cluster_queues):
+        borrow = cq.preemption.borrow_within_cohort
+        if cq.preemption.reclaim_within_cohort == "Never" and borrow is not None and borrow.policy != "Never":
+            # the CRD's CEL rule on ClusterQueuePreemption (apis/kueue/v1beta2/clusterqueue_types.go)
+            raise SpecError(f"kueue.clusterQueues[{i}].preemption.borrowWithinCohort.policy",
+                            "must be Never while reclaimWithinCohort is Never (Kueue: "
+                            "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never)")
         used |= _check_groups(f"kueue.clusterQueues[{i}]", cq.resource_groups, flavors, cq.cohort_name is not None)
     for i, cohort in enumerate(k.cohorts):
         used |= _check_groups(f"kueue.cohorts[{i}]", cohort.resource_groups, flavors, cohort.parent_name is not None)

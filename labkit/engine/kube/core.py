@@ -65,12 +65,11 @@ from ..core_state import (
     PODS,
     RELEASING,
     SUCCEEDED,
-    TIMER,
-    WAKE,
     jit,
     state_free,
     state_new,
 )
+from ..events import TIMER, WAKE
 from ..problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
 from ..records import RunRecord
 from ..volcano.core_actions import sort_prefix
@@ -548,13 +547,19 @@ def key_less(a, b):
 
 
 @jit
-def reject_waiting(s, v):
-    """A victim waiting at Permit is rejected, not deleted (frees its node at once); Unreserve
-    rejects its waiting siblings."""
-    j = s.t_job[v]
+def unreserve(s, first, msg):
+    """The waiting pod `first` is rejected with `msg`; Coscheduling's Unreserve rejects every other
+    waiting pod of its group."""
+    j = s.t_job[first]
     for u in range(s.j_lo[j], s.j_lo[j + 1]):
         if s.k_created[u] and s.ss_status[u] == ALLOCATED:
-            reject(s, u, MSG_PREEMPTED_WAITING if u == v else MSG_UNRESERVED)
+            reject(s, u, msg if u == first else MSG_UNRESERVED)
+
+
+@jit
+def reject_waiting(s, v):
+    """A victim waiting at Permit is rejected, not deleted (frees its node at once)."""
+    unreserve(s, v, MSG_PREEMPTED_WAITING)
     s.k_ints[K_REJECTED] = 1
 
 
@@ -709,11 +714,8 @@ def expire_waiting(s, now):
             if s.k_created[t] and s.ss_status[t] == ALLOCATED and s.ss_wait[t] + wait <= now:
                 first = t
                 break
-        if first < 0:
-            continue
-        for t in range(s.j_lo[j], s.j_lo[j + 1]):
-            if s.k_created[t] and s.ss_status[t] == ALLOCATED:
-                reject(s, t, MSG_TIMEOUT if t == first else MSG_UNRESERVED)
+        if first >= 0:
+            unreserve(s, first, MSG_TIMEOUT)
 
 
 @jit

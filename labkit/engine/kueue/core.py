@@ -25,6 +25,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ...spec.kueue import local_queue
 from ...spec.quantity import parse_duration, parse_quantity
 from ..core import CoreFields, fresh, in_slices, record, run_grown
 from ..core import _events as core_events
@@ -62,6 +63,7 @@ from ..core_state import (
     state_free,
     state_new,
 )
+from ..events import TIMER
 from ..records import RunRecord
 from .reference import (
     ANY,
@@ -81,7 +83,6 @@ from .reference import (
     STRICT_FIFO,
     WAITING_FOR_QUOTA,
     Cohort,
-    _local_queue,
     build_tree,
     format_quantity,
 )
@@ -113,8 +114,6 @@ STRATEGIES = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
 """Fair-sharing preemption strategies as codes (``s.kr_strategies``, -1 pads)."""
 R_ENABLE, R_TIMEOUT, R_BLOCK, R_EVICTION_TIMESTAMP, R_LIMIT, R_BASE, R_MAX = range(7)
 """Slots of ``s.kr_arg``: waitForPodsReady (backoffLimitCount -1 = unset)."""
-TIMER = 5
-"""simulate.TIMER: a transition the session scheduled, a PodsReady timeout or a backoff's end."""
 PART_CAPACITY, PART_UNUSED = range(2)
 """Reasons a flavor does not fit (rows of ``s.km_part``): over the maximum capacity, or short of
 unused quota."""
@@ -156,6 +155,7 @@ KUEUE_MUTABLE = {
     # one session's scratch: tree walks, heads, entries (one per ClusterQueue, then two for the
     # partial-admission search), binds
     "k_u": ("Nq", 0, F), "k_path": ("Nq", 0, I), "k_head": ("C", -1, I), "k_blocked": ("C", False, B),
+    "k_reserved": ("C Fl Rk", 0, F),
     "e_job": ("C+2", -1, I), "e_mode": ("C+2", 0, I), "e_borrow": ("C+2", 0, I), "e_use": ("C+2 Fl Rk", 0, F),
     "e_has": ("C+2 Fl Rk", False, B), "e_flav": ("C+2 Mx Rk", -1, I), "e_counts": ("C+2 Mx", 0, I),
     "e_msg": ("C+2 5", 0, I), "e_order": ("C", 0, I), "k_free": ("N R", 0, F), "k_placed": ("Mx", 0, I),
@@ -245,6 +245,16 @@ def add_usage(s, cq, j, sign):
         for r in range(s.kq_use.shape[2]):
             if s.kw_has[j, f, r]:
                 s.kq_use[cq, f, r] += sign * s.kw_use[j, f, r]
+
+
+@jit
+def reserve(s, cq, e):
+    """``ClusterQueue.reserve``: a preempting entry's usage held in its ClusterQueue for the session."""
+    for f in range(s.kq_use.shape[1]):
+        for r in range(s.kq_use.shape[2]):
+            if s.e_has[e, f, r]:
+                s.kq_use[cq, f, r] += s.e_use[e, f, r]
+                s.k_reserved[cq, f, r] += s.e_use[e, f, r]
 
 
 @jit
@@ -1064,6 +1074,7 @@ def process(s, now, e, cycle):
             for k in range(lo, hi):
                 preempt(s, now, s.tg_job[k], j, s.tg_var[k])
             s.k_blocked[cq] = True
+            reserve(s, cq, e)
             s.e_msg[e, H_KIND], s.e_msg[e, H_X] = MSG_PREEMPTING, hi - lo
             log_message(s, now, EV_PENDING, j, e)
             return
@@ -1313,6 +1324,9 @@ def session_once(s, now):
         if n == 0:
             break
         schedule(s, now, n)
+    use = s.kq_use
+    use -= s.k_reserved  # the preempting entries' reservations end with the session
+    s.k_reserved[:] = 0.0
     n_binds = place(s, n_live)
     changed = n_binds > 0 or s.k_ints[K_EVICTS] > 0
     for k in range(n_binds):
@@ -1405,7 +1419,7 @@ def kueue_arrays(c) -> dict:
     cq_of = np.full(p.n_jobs, -1, np.int64)
     cq_index = {cq.name: k for k, cq in enumerate(cqs)}
     for j, job in enumerate(scenario.jobs):
-        lq = _local_queue(kueue.local_queues, job.namespace, job.queue)
+        lq = local_queue(kueue.local_queues, job.namespace, job.queue)
         if lq is not None:
             cq_of[j] = cq_index[lq.cluster_queue]
         for t in job.tasks:

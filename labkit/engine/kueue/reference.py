@@ -29,13 +29,15 @@ from ...errors import SpecError
 from ...progress import Progress
 from ...results import Result
 from ...spec import Scenario, scheduler_of
+from ...spec.kueue import local_queue
 from ...spec.model import Scheduler
 from ...spec.quantity import parse_duration, parse_quantity
 from ...workloads import expand
 from ..clock import Simulation, record_of
-from ..compile import Compiled, compile_scenario
+from ..compile import Compiled, compile_with
 from ..problem import Decisions, Eviction, Placement, PodGroupPhase, Problem, State, TaskStatus
 from ..records import result_of
+from ..volcano.reference import VOLCANO
 
 FR = tuple[str, str]
 """A flavor-resource: ``(flavor, resource)``."""
@@ -285,6 +287,12 @@ class ClusterQueue(QuotaNode):
         del self.workloads[wl.uid]
         for fr, v in wl.usage.items():
             self._usage[fr] = self._usage.get(fr, 0.0) - v
+
+    def reserve(self, usage: dict[FR, float], sign: float = 1.0) -> None:
+        """``cq.AddUsage`` of a preempting entry (``scheduler.go: processEntry``): the quota it waits for
+        stays taken for the rest of the session, so no later entry is admitted into it; -1 gives it back."""
+        for fr, v in usage.items():
+            self._usage[fr] = self._usage.get(fr, 0.0) + sign * v
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         return next((g for g in self.resource_groups if resource in g.covered), None)
@@ -804,7 +812,9 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
     """One admission cycle (``scheduler.schedule``) over one head per ClusterQueue.
 
     Admitted workloads are added to the tree with ``admitted_at = now``; preemption targets are marked
-    evicted (the caller removes them). Entries come back in processing order: classic, non-borrowing
+    evicted (the caller removes them). A preempting entry's usage is reserved in its ClusterQueue
+    for the rest of the cycle (``cq.AddUsage``), so later entries cannot take it; the tree is left
+    without these reservations. Entries come back in processing order: classic, non-borrowing
     first, then priority, then FIFO; with fair sharing, the DRS tournament re-run after each entry.
     """
     waiting = []
@@ -815,6 +825,7 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
                                 queue_order_timestamp(e.workload), e.workload.uid))
     entries: list[Entry] = []
     preempting: set[str] = set()
+    reserved: list[Entry] = []
     while waiting:
         e = _fair_next(tree, waiting) if fair else waiting[0]
         waiting.remove(e)
@@ -837,8 +848,12 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
             for t in e.targets:
                 t.workload.evicted = True
                 preempting.add(t.workload.uid)
+            cq.reserve(e.assignment.usage)
+            reserved.append(e)
             e.status = "preempting"
             e.message = f"{e.assignment.message}. Pending the preemption of {len(e.targets)} workload(s)"
+    for e in reserved:
+        tree.cqs[e.workload.cq].reserve(e.assignment.usage, -1)
     return entries
 
 
@@ -909,7 +924,7 @@ class KueueSession:
         priority = dict(zip(compiled.problem.job_names, compiled.problem.job_priority))
         for job, submit in zip(scenario.jobs, compiled.job_submit):
             key = f"{job.namespace}/{job.name}"
-            lq = _local_queue(scenario.kueue.local_queues, job.namespace, job.queue)
+            lq = local_queue(scenario.kueue.local_queues, job.namespace, job.queue)
             if lq is None:
                 self.unmanaged.add(key)
                 continue
@@ -1024,11 +1039,13 @@ class KueueSession:
     def _admit(self, local: dict, now: float, decisions: Decisions, tasks_of: list, s: State,
                waiting: bool) -> None:
         """Admission cycles until every head is admitted, parked (BestEffortFIFO) or blocking its CQ;
-        none while an admitted workload waits for its pods under blockAdmission."""
+        none while an admitted workload waits for its pods under blockAdmission. A preempting head
+        keeps its quota reserved until the session's cycles end (Kueue re-nominates it every cycle)."""
         present = [name for name, j in local.items() if s.job_phase[j] != PodGroupPhase.COMPLETED]
         if waiting and self.ready.block_admission:
             return
         blocked: set[str] = set()
+        reserved: list[Entry] = []
         while heads := self._heads(present, now, blocked):
             for e in schedule(self.tree, heads, now, self.fair, self.strategies):
                 wl, cq = e.workload, self.tree.cqs[e.workload.cq]
@@ -1042,11 +1059,15 @@ class KueueSession:
                     for t in e.targets:
                         self._preempt(t, wl, local, tasks_of, s, now, decisions)
                     blocked.add(wl.cq)
+                    cq.reserve(e.assignment.usage)  # it stays nominated: later cycles of the session see it
+                    reserved.append(e)
                 elif cq.queueing_strategy == STRICT_FIFO:
                     blocked.add(wl.cq)
                 else:
                     self.inadmissible.add(wl.name)
                 self._log(now, "Pending", wl, e.reason, e.message)
+        for e in reserved:
+            self.tree.cqs[e.workload.cq].reserve(e.assignment.usage, -1)
 
     def _preempt(self, target: Target, preemptor: Workload, local: dict, tasks_of: list, s: State, now: float,
                  decisions: Decisions) -> None:
@@ -1101,11 +1122,16 @@ _RUNNING = np.array([TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING], 
 _HOLDING = np.append(_RUNNING, np.int8(TaskStatus.RELEASING))
 
 
-def _local_queue(local_queues: list, namespace: str, queue: str) -> Any:
-    """The LocalQueue a job goes to: the one of its namespace named by its ``queue``, else the only one."""
-    mine = [lq for lq in local_queues if lq.namespace == namespace]
-    named = [lq for lq in mine if lq.name == queue]
-    return named[0] if named else (mine[0] if len(mine) == 1 else None)
+def label_cluster_queues(result: Result) -> Result:
+    """The jobs table's ``queue`` set to each managed job's ClusterQueue (the one its LocalQueue points
+    to), so per-queue metrics of a Kueue run are per ClusterQueue; jobs no LocalQueue takes keep theirs."""
+    scenario = result.scenario
+    cq = {f"{job.namespace}/{job.name}": lq.cluster_queue for job in scenario.jobs
+          if (lq := local_queue(scenario.kueue.local_queues, job.namespace, job.queue)) is not None}
+    jobs = result.jobs
+    keys = jobs.namespace + "/" + jobs.name
+    jobs["queue"] = [cq.get(key, queue) for key, queue in zip(keys, jobs.queue)]
+    return result
 
 
 def compile_kueue(scenario: Scenario) -> Compiled:
@@ -1114,7 +1140,7 @@ def compile_kueue(scenario: Scenario) -> Compiled:
     if scenario.kueue is None:
         raise SpecError("kueue", "a Kueue policy needs the scenario's kueue objects (clusterQueues, localQueues)")
     placeholder = expand(scenario).model_copy(update={"scheduler": Scheduler(policy="volcano-shipped")})
-    compiled = compile_scenario(placeholder)
+    compiled = compile_with(VOLCANO, placeholder)
     return dataclasses.replace(compiled, source=compiled.source.model_copy(
         update={"scheduler": scheduler_of(scenario)}))
 
@@ -1128,4 +1154,4 @@ def simulate_kueue(scenario: Scenario, compiled: Compiled | None = None, progres
     sim.run(progress)
     result = result_of(compiled, record_of(sim))
     result.info["engine"] = "kueue"
-    return result
+    return label_cluster_queues(result)

@@ -54,7 +54,6 @@ from ..core_state import (
     EV_RESTARTING,
     EV_STARTED,
     EVENT_KINDS,
-    FINISH,
     I_LIVE,
     I_OVERFLOW,
     I_RUNS,
@@ -67,11 +66,11 @@ from ..core_state import (
     PODS,
     RELEASING,
     RUNNING,
-    WAKE,
     jit,
     state_free,
     state_new,
 )
+from ..events import FINISH, TIMEOUT, WAKE
 from ..problem import PreemptMode, SlurmAction
 from ..records import RunRecord
 from ..volcano.core_actions import sort_prefix
@@ -88,8 +87,6 @@ from .reference import (
 
 # -------------------------------------------------------------------------------- codes
 
-TIMEOUT = 4
-"""The clock event after core_state's ARRIVAL, RELEASED, FINISH, WAKE (clock.py's order)."""
 SCHED = int(SlurmAction.SCHED)
 OFF, CANCEL, REQUEUE, SUSPEND = (int(m) for m in (PreemptMode.OFF, PreemptMode.CANCEL, PreemptMode.REQUEUE,
                                                   PreemptMode.SUSPEND))

@@ -3,6 +3,9 @@ the session objects of ``framework.py``, with multifactor priority, fair-share, 
 preemption. A job's pods are its nodes' allocations (``-N`` = the pod count, ``--gres=gpu:N`` and
 cpus per node = a pod's requests); pods of one task role go to distinct nodes.
 
+A Slurm scenario compiles with :data:`SLURM` (slurm.conf as the Policy, the partitions, QOS and
+associations as the Problem's Slurm fields).
+
 Each piece follows the Slurm 22.05 source (SchedMD/slurm, tag slurm-22-05-8-1) or doc it names:
 
 - priority: ``plugins/priority/multifactor/priority_multifactor.c`` (``set_priority_factors``,
@@ -30,8 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import SpecError
+from ...spec import scheduler_of
 from ...spec.model import Scenario, SlurmConf
 from ...spec.quantity import parse_duration, parse_quantity
+from ..compile import FamilyRules, FamilyTables
 from ..framework import JobInfo, Session, TaskInfo
 from ..problem import (
     CPU,
@@ -98,16 +103,10 @@ def slurm_policy(conf: SlurmConf) -> Policy:
         requeue_hold=CRED_EXPIRE + 1, slurm=args)
 
 
-@dataclass(frozen=True)
-class SlurmTables:
-    """The Problem's Slurm fields (see ``labkit.engine.problem.Problem``) plus each job's GraceTime."""
-
-    fields: dict
-    job_grace: np.ndarray
-
-
-def slurm_tables(scenario: Scenario, conf: SlurmConf, node_pools: list[str]) -> SlurmTables:
-    """Partitions, QOS, associations and each job's partition, QOS, user and time limit."""
+def slurm_tables(scenario: Scenario, node_pools: list[str]) -> FamilyTables:
+    """Partitions, QOS, associations and each job's partition, QOS, user and time limit; each
+    job's GraceTime as its grace period."""
+    conf = scheduler_of(scenario).slurm
     slurm = scenario.slurm
     partitions = list(slurm.partitions) if slurm and slurm.partitions else []
     names = [p.name for p in partitions] or ["default"]
@@ -151,7 +150,7 @@ def slurm_tables(scenario: Scenario, conf: SlurmConf, node_pools: list[str]) -> 
         "assoc_names": assoc.names, "assoc_parent": assoc.parent, "assoc_shares": assoc.shares,
         "assoc_is_user": assoc.is_user,
     }
-    return SlurmTables(fields, np.array(grace, float))
+    return FamilyTables(fields, np.array(grace, float))
 
 
 def _grace(conf: SlurmConf, part, qos) -> float:
@@ -222,6 +221,13 @@ def slurm_request(request: np.ndarray) -> np.ndarray:
     out = request.copy()
     out[CPU] = max(1000.0, math.ceil(out[CPU] / 1000.0 - 1e-9) * 1000.0)
     return out
+
+
+SLURM = FamilyRules(policy=lambda scenario, resources: slurm_policy(scheduler_of(scenario).slurm),
+                    request=slurm_request, tables=slurm_tables, namespaces=False)
+"""How a Slurm scenario compiles: slurm.conf as the Policy, a pod's cpu as cons_tres allocates it,
+the partitions, QOS and associations (from each job of the expanded scenario), and no
+namespaces, so no ResourceQuotas."""
 
 
 # ------------------------------------------------------------------------------------ priority

@@ -10,7 +10,8 @@
    rewrites each PodGroup phase.
 
 It returns :class:`~labkit.engine.problem.Decisions`: what was bound, pipelined and evicted, in
-order, each with a reason, plus the state the cluster is in afterwards.
+order, each with a reason, plus the state the cluster is in afterwards. A Volcano scenario
+compiles with :data:`VOLCANO`: its conf, checked, becomes the Policy (:func:`volcano_policy`).
 
 Determinism: where Volcano picks at random among equally scored nodes, or walks a Go map, we
 take snapshot order (lowest node / task / job index first).
@@ -18,22 +19,32 @@ take snapshot order (lowest node / task / job index first).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from labkit.engine.compile import FamilyRules
 from labkit.engine.framework import (
     COMPLETED_STATUSES,
     JobInfo,
     Session,
 )
 from labkit.engine.problem import (
+    ACTION_NAMES,
+    EXT_NAMES,
+    PLUGIN_NAMES,
     Action,
     Decisions,
     Placement,
     PodGroupPhase,
+    Policy,
     Problem,
     State,
     TaskStatus,
+    policy_from_conf,
 )
 from labkit.engine.volcano.actions import ACTIONS
 from labkit.engine.volcano.plugins import PLUGINS
+from labkit.errors import SpecError
+from labkit.spec import Scenario, conf_of, scheduler_of
 
 # --------------------------------------------------------------------------------------------
 # Session open / close
@@ -102,3 +113,36 @@ def run_session(problem: Problem, state: State) -> Decisions:
     for action in ssn.actions:
         ACTIONS[Action(action)](ssn)
     return close_session(ssn)
+
+
+# --------------------------------------------------------------------------------------------
+# Compile
+# --------------------------------------------------------------------------------------------
+
+def volcano_policy(scenario: Scenario, resources: list[str]) -> Policy:
+    """The Policy of the scenario's Volcano conf: its actions in order and its plugins by tier,
+    each refused by name (the field named) when labkit does not simulate it; StrictFIFO from the
+    scheduler's queueingStrategy."""
+    sched = scheduler_of(scenario)
+    conf = conf_of(scenario)
+    where = "scheduler.conf"
+    for action in conf.action_list():
+        if action not in ACTION_NAMES:
+            raise SpecError(f"{where}.actions", f"action {action!r} is not simulated by labkit "
+                                                f"(simulated: {', '.join(ACTION_NAMES)})")
+    tiers = []
+    for t, tier in enumerate(conf.tiers):
+        entries = []
+        for p, plugin in enumerate(tier.plugins):
+            if plugin.name not in PLUGIN_NAMES:
+                raise SpecError(f"{where}.tiers[{t}].plugins[{p}].name",
+                                f"plugin {plugin.name!r} is not simulated by labkit (simulated: {', '.join(PLUGIN_NAMES)})")
+            enabled = {point for point in plugin.enabled() if point in EXT_NAMES}
+            entries.append({"name": plugin.name, "enabled": enabled, "arguments": dict(plugin.arguments)})
+        tiers.append(entries)
+    policy = policy_from_conf(conf.action_list(), tiers, resources)
+    return replace(policy, strict_fifo=sched.queueing_strategy == "StrictFIFO")
+
+
+VOLCANO = FamilyRules(policy=volcano_policy)
+"""How a Volcano scenario compiles: its conf as the Policy; the shared rest as it is."""

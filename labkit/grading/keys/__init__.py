@@ -8,7 +8,7 @@ argument, and returns (passed, reason in Chinese). A type or shape error raises 
 
 from __future__ import annotations
 
-from . import ch01, ch02, ch03, ch04, ch05, ch07, ch10  # noqa: F401  (each registers its checks)
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12  # noqa: F401  (each registers its checks)
 from .base import CHECKS, Check, judge
 
 __all__ = ["CHECKS", "Check", "judge"]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ...course import variants
-from ...errors import LabkitError
+from ...errors import LabkitError, LabkitWarning
 from ..answers import Unusable, Verdict, answered
 
 
@@ -52,7 +53,9 @@ def judge(qid: str, value: Any, student: str = "", options: dict[str, Any] | Non
     if unknown or not all(isinstance(o, bool | int | float | str) for o in options.values()):
         return Verdict(qid, False, f"这道题不认识选项 {', '.join(unknown) or options}", "wrong-type")
     try:
-        ok, why = check.fn(*args, **options)
+        with warnings.catch_warnings():  # a verdict is the check cell's only output (the grader compares it)
+            warnings.simplefilter("ignore", LabkitWarning)
+            ok, why = check.fn(*args, **options)
     except Unusable as err:
         return Verdict(qid, False, str(err), "wrong-type")
     except (TypeError, ValueError, KeyError, IndexError, LabkitError) as err:
