@@ -278,3 +278,46 @@ def job_gantt(result: Result, unit: float = 60.0) -> alt.LayerChart:
     labels = base.mark_text(color="white", fontSize=11).encode(x="middle:Q", y="node:N", yOffset="lane:N",
                                                                text="job:N")
     return (bars + labels).properties(width=640)
+
+
+# ch. 3: where each job waits, before or after its pods exist
+
+
+ADMISSION_PHASES = {"PodGroup Pending": "#c8c8c8", "pod refused (FailedCreate)": "#e45756", "running": "#4c78a8"}
+"""The three spans `admission_timeline` draws, in its legend's order, with their colours."""
+
+
+def admission_timeline(result: Result, unit: float = 60.0, until: float | None = None) -> alt.LayerChart:
+    """One row per job (submit order): its PodGroup Pending in the scheduler's enqueue (submit to
+    enqueue), its pods refused at creation while the vcjob controller retries (the first
+    ``Rejected`` event to start, or to the job's termination), and running; a cross marks a job the
+    controller terminated. Time in minutes (`unit` seconds), up to `until` seconds (default: the run's end)."""
+    jobs = result.jobs.sort_values(["submit", "name"], kind="stable")
+    end = metrics.window_end(result) if until is None else until
+    key = jobs.namespace + "/" + jobs.name
+    refused = result.events[result.events.kind == "Rejected"].groupby("job").time.min()
+    ended = jobs.end.fillna(end).to_numpy()
+    spans = []
+    for (name, submit, enqueue, start, stop, job) in zip(jobs.name, jobs.submit, jobs.enqueue, jobs.start, ended,
+                                                          key, strict=True):
+        first_refusal = refused.get(job, np.nan)
+        pending_until = enqueue if not np.isnan(enqueue) else (start if not np.isnan(start) else stop)
+        spans.append((name, "PodGroup Pending", submit, pending_until))
+        if not np.isnan(first_refusal):
+            spans.append((name, "pod refused (FailedCreate)", first_refusal, stop if np.isnan(start) else start))
+        if not np.isnan(start):
+            spans.append((name, "running", start, stop))
+    data = pd.DataFrame(spans, columns=["job", "phase", "from", "to"])
+    data = data[(data["to"] > data["from"]) & (data["from"] < end)].assign(to=lambda d: d["to"].clip(upper=end))
+    data[["from", "to"]] /= unit
+    order = alt.Y("job:N", sort=list(jobs.name), title=None)
+    colour = alt.Color("phase:N", title=None, scale=alt.Scale(domain=list(ADMISSION_PHASES),
+                                                              range=list(ADMISSION_PHASES.values())))
+    x = alt.X("from:Q", title={1.0: "seconds", 60.0: "minutes"}.get(unit, f"time (x {unit:g} s)"),
+              scale=alt.Scale(domain=[0, end / unit]))
+    bars = alt.Chart(data).mark_bar(height=10).encode(x=x, x2="to:Q", y=order, color=colour,
+                                                      tooltip=["job", "phase", "from", "to"])
+    gone = jobs[(jobs.state == "Terminated") & (jobs.end <= end)]
+    marks = alt.Chart(pd.DataFrame({"job": gone.name, "ended": gone.end / unit})).mark_point(
+        shape="cross", size=90, color="black", filled=True).encode(x="ended:Q", y=order)
+    return (bars + marks).properties(width=560)

@@ -29,7 +29,7 @@ from .engine.simulate import simulate
 from .errors import LabkitError
 from .results import Result
 from .spec import Scenario, conf_of, policy_names, policy_scheduler, validate
-from .spec.quantity import parse_duration
+from .spec.quantity import parse_duration, parse_quantity
 
 Apply = Callable[[dict, Any], None]
 
@@ -110,6 +110,22 @@ def _queue_resource(field: str, doc: str):
 queue_capability = _queue_resource("capability", "The Queue's `spec.capability` of one resource (a hard ceiling).")
 queue_deserved = _queue_resource("deserved", "The Queue's `spec.deserved` of one resource (capacity plugin).")
 queue_guarantee = _queue_resource("guarantee", "The Queue's `spec.guarantee` of one resource (reserved for it).")
+
+
+def namespace_quota(scenario: Scenario, tenant: str, key: str, high: int, step: int = 1) -> Knob:
+    """One `spec.hard` entry (e.g. ``requests.nvidia.com/gpu``) of a tenant's ResourceQuota: the API
+    server's admission limit on the namespace's pods, not a scheduler share (ch. 3)."""
+    spec = next(t for t in scenario.tenants if t.name == tenant)
+    if spec.resource_quota is None or key not in spec.resource_quota.hard:
+        raise ValueError(f"tenant {tenant} has no ResourceQuota entry {key}")
+
+    def apply(data: dict, value: Any) -> None:
+        quota = next(t for t in data["tenants"] if t["name"] == tenant)["resourceQuota"]
+        quota["hard"][key] = str(int(value))
+
+    start = int(parse_quantity(spec.resource_quota.hard[key]))
+    return Knob(f"tenant/{tenant}/resourceQuota/{key}", f"{tenant} 配额 ResourceQuota {key}", "int", start, apply,
+                low=0, high=high, step=step)
 
 
 def priority_value(scenario: Scenario, name: str, high: int = 1000) -> Knob:
@@ -230,6 +246,7 @@ CHARTS: dict[str, Callable[[Result], Any]] = {
     "priority_waits": viz.priority_waits,
     "jobs": viz.job_timeline,
     "job_gantt": viz.job_gantt,
+    "admission": viz.admission_timeline,
 }
 
 

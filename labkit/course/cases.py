@@ -115,14 +115,16 @@ def fragmentation_snapshot(strategy: str = "least", nodes: int = 4, placed: list
     return spec.validate(data)
 
 
-def quota_burst(gpu_quota: int = 16, cpu_quota: int = 64, jobs: int = 6, gpus: int = 4) -> Scenario:
-    """Team C's namespace (ResourceQuota on GPUs and CPU, LimitRange defaults 4 CPU / 16Gi and at most
-    8 GPUs per container) and a burst of `jobs` evaluation jobs of one pod with `gpus` GPUs, submitted
-    a second apart, plus two CPU-only pods that give no requests (the LimitRange fills them in)."""
-    burst = [{"name": f"c-eval-{i}", "namespace": "team-c", "queue": "team-c", "submit": i, "duration": "1h",
+def quota_burst(gpu_quota: int = 16, cpu_quota: int = 64, jobs: int = 6, gpus: int = 4,
+                duration: int | str = "1h") -> Scenario:
+    """Team C's namespace (ResourceQuota on GPUs and CPU, LimitRange defaults 4 CPU / 16Gi, no GPU, and at
+    most 8 GPUs per container: without the GPU default the API server would default it to the max) and a burst of `jobs` evaluation jobs of one pod with `gpus` GPUs, submitted
+    a second apart, plus two CPU-only pods that give no requests (the LimitRange fills them in); every
+    job runs `duration` (seconds, or a duration string)."""
+    burst = [{"name": f"c-eval-{i}", "namespace": "team-c", "queue": "team-c", "submit": i, "duration": duration,
               "tasks": [{"name": "worker", "resources": {"nvidia.com/gpu": gpus, "cpu": 8, "memory": "64Gi"}}]}
              for i in range(jobs)]
-    burst += [{"name": f"c-clean-{i}", "namespace": "team-c", "queue": "team-c", "submit": jobs + i, "duration": "1h",
+    burst += [{"name": f"c-clean-{i}", "namespace": "team-c", "queue": "team-c", "submit": jobs + i, "duration": duration,
                "tasks": [{"name": "worker"}]} for i in range(2)]
     return spec.validate({
         "name": "quota-burst",
@@ -131,7 +133,7 @@ def quota_burst(gpu_quota: int = 16, cpu_quota: int = 64, jobs: int = 6, gpus: i
         "tenants": [{"name": "team-c", "resourceQuota": {"hard": {"requests.nvidia.com/gpu": str(gpu_quota),
                                                                    "requests.cpu": str(cpu_quota)}},
                      "limitRange": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "4", "memory": "16Gi"},
-                                                "max": {"nvidia.com/gpu": "8"}}]}}],
+                                                "default": {"nvidia.com/gpu": "0"}, "max": {"nvidia.com/gpu": "8"}}]}}],
         "queues": [{"name": "team-c"}],
         "jobs": burst,
     })

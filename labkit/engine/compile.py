@@ -373,13 +373,14 @@ class _RequestVectors:
 
 
 def _pod_request(task: Task, tenant: Tenant | None) -> dict:
-    """The pod's requests after LimitRange defaulting (a container's missing cpu/memory request)."""
+    """The pod's requests after LimitRange defaulting (a container's missing request, from the
+    LimitRange's defaults as the API server stores them)."""
     request = dict(task.resources)
     if tenant is not None and tenant.limit_range is not None:
         for item in tenant.limit_range.limits:
             if item.type != "Container":
                 continue
-            for name, amount in {**item.default, **item.default_request}.items():
+            for name, amount in item.stored_default_request.items():
                 request.setdefault(name, amount)
     return request
 
@@ -444,7 +445,7 @@ def _quotas(scenario: Scenario, tenants: dict[str, Tenant], table: JobTable, var
         if tenant is not None and tenant.limit_range is not None:
             for item in tenant.limit_range.limits:
                 if item.type == "Container":
-                    defaults.update(item.default)
+                    defaults.update(item.stored_default)
         for task, requests in zip(table.shapes[shape], pod_requests[v]):
             limits = {**defaults, **{r: x for r, x in requests.items() if "/" in r}}
             pods += [(j, f"{name}-{task.name}-{i}", requests, limits) for i in range(task.replicas_resolved)]

@@ -157,7 +157,7 @@ def check_limit_range(path: str, requests: dict, tenant: Tenant) -> None:
 
 
 def _requested(requests: dict, item, name: str) -> float | None:
-    for source in (requests, item.default_request, item.default):
+    for source in (requests, item.stored_default_request, item.stored_default):
         if name in source:
             return parse_quantity(source[name])
     return None

@@ -138,6 +138,20 @@ class LimitRangeItem(Model):
     max: ResourceList = {}
     min: ResourceList = {}
 
+    @property
+    def stored_default(self) -> dict:
+        """A Container item's `default` (limits) as the API server stores it: a resource with a `max`
+        and no `default` gets the max (``pkg/apis/core/v1/defaults.go: SetDefaults_LimitRangeItem``)."""
+        return {**self.max, **self.default} if self.type == "Container" else dict(self.default)
+
+    @property
+    def stored_default_request(self) -> dict:
+        """A Container item's `defaultRequest` as the API server stores it: else the stored `default`,
+        else the `min` (same function): a `max` alone makes the max every container's default request."""
+        if self.type != "Container":
+            return dict(self.default_request)
+        return {**self.min, **self.stored_default, **self.default_request}
+
 
 class LimitRange(Model):
     limits: list[LimitRangeItem] = Field(min_length=1)

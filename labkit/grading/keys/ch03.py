@@ -1,5 +1,6 @@
 """Chapter 3's checks: pods refused by the quota, the smallest GPU quota (variant: the burst's jobs and
-GPUs per job), LimitRange defaults."""
+GPUs per job), LimitRange defaults, the longest run time that still lets a refused job in before the
+vcjob controller gives up."""
 
 from __future__ import annotations
 
@@ -38,3 +39,19 @@ def _clean_admitted(answer: int) -> tuple[bool, str]:
     expected = 2 - sum(pod.startswith("c-clean") for pod in _forbidden(cases.quota_burst(cpu_quota=36)))
     count = integer(answer, "一个整数（Pod 个数）")
     return count == expected, "把 LimitRange 的默认值算进已用的 CPU 再数一遍"
+
+
+def _eval_4_runs(duration: int) -> bool:
+    """Whether c-eval-4 of the default burst, every job running `duration` seconds, ever starts."""
+    jobs = simulate(cases.quota_burst(duration=duration)).jobs.set_index("name")
+    return bool(jobs.start.notna()["c-eval-4"])
+
+
+@register("ch03.q4", points=2)
+def _longest_duration(answer: int) -> tuple[bool, str]:
+    duration = integer(answer, "一个整数（秒）")
+    if not 1 <= duration <= 36_000:
+        return False, "运行时间应在 1 到 36000 秒之间"
+    if not _eval_4_runs(duration):
+        return False, f"作业跑 {duration} 秒时，c-eval-4 在配额腾出之前就被终止了"
+    return not _eval_4_runs(duration + 1), "再长一点，c-eval-4 也还赶得上控制器的某一次重试"
