@@ -27,16 +27,25 @@ the key.
 
 from __future__ import annotations
 
+import contextvars
 import gc
+import hashlib
+import os
+import pickle
+import subprocess
+import sys
+import threading
 import time
 from collections import namedtuple
 from contextlib import contextmanager
+from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ..errors import LabkitError
-from ..progress import Progress
+from ..progress import Progress, waiting
 from .compile import Compiled, first_positions
 from .core_state import (
     EVENT_KINDS,
@@ -576,6 +585,8 @@ def in_slices(run_core, progress: Progress | None):
 
     def entry(fields):
         budget = FIRST_STEPS
+        if not run_core.overloads:  # the first run of this family in this process
+            ensure_compiled(run_core, (fields, budget))
         while True:
             began = time.perf_counter()
             if run_core(fields, budget):
@@ -638,6 +649,189 @@ QUOTA_REFUSED = "pods a ResourceQuota refuses under Volcano: it creates a job's 
 MAX_EVENTS = 50_000_000
 """Where a run that never ends (no horizon, a preemption cycle) stops growing its buffers: 50M events
 are 1.8 GB of record (Philly on 256 GPUs, 82k jobs, logs 4.2M)."""
+
+
+# ---------------------------------------------------------------------------------------- cold start
+
+
+FAMILIES = {"core_clock": "Volcano", "kube": "kube-scheduler", "slurm": "Slurm", "kueue": "Kueue"}
+"""The family whose jitted entry point a module of ``labkit.engine`` holds (``core_clock``, or the
+family's folder), for the messages."""
+
+WHEN_COLD = contextvars.ContextVar("when_cold", default="wait")
+"""What a run does when its family's entry point is neither compiled in this process nor in numba's
+cache (a fresh install): "raise" :class:`Cold` (``labkit.simulate`` then lets the reference engine
+answer while the core compiles in a background process), "wait" for that background compile, or
+"compile" in this process. The environment variable ``LABKIT_COMPILE=foreground`` makes every
+cold run compile in this process (the test suite's setting: no run depends on a race)."""
+
+
+class Cold(Exception):
+    """A family's entry point must be compiled before it can run (see :data:`WHEN_COLD`)."""
+
+    def __init__(self, build: Build):
+        super().__init__(f"the numba core for {build.family} is not compiled yet")
+        self.build = build
+
+
+@contextmanager
+def when_cold(mode: str):
+    """Run the body with :data:`WHEN_COLD` set to ``mode``."""
+    token = WHEN_COLD.set(mode)
+    try:
+        yield
+    finally:
+        WHEN_COLD.reset(token)
+
+
+def ensure_compiled(dispatcher, args: tuple) -> None:
+    """Make the jitted ``dispatcher`` ready for ``args``: from numba's on-disk cache when it holds
+    them (a second or so), else as :data:`WHEN_COLD` says. Numba would compile silently on the call,
+    for a minute or two on a fresh install; here a wait of more than two seconds says so."""
+    sig = tuple(dispatcher.typeof_pyval(a) for a in args)
+    if load_cached(dispatcher, sig):
+        return
+    build = Build.of(dispatcher, sig)
+    mode = "compile" if os.environ.get("LABKIT_COMPILE") == "foreground" else WHEN_COLD.get()
+    if mode == "raise" and not build.failed():
+        raise Cold(build.start())
+    if mode != "compile" and build.wait() and load_cached(dispatcher, sig):
+        return
+    with waiting(f"compiling the numba core for {build.family} (first run only; cached afterwards)"):
+        dispatcher.compile(sig)
+
+
+def load_cached(dispatcher, sig: tuple) -> bool:
+    """Whether ``dispatcher`` has ``sig`` compiled, loading it from numba's cache if it is there:
+    the first step of ``Dispatcher.compile``, without its fall-back to compiling."""
+    from numba.core.compiler_lock import global_compiler_lock
+
+    if tuple(sig) in dispatcher.overloads:
+        return True
+    with global_compiler_lock:
+        cres = dispatcher._cache.load_overload(sig, dispatcher.targetctx)
+        if cres is None:
+            return False
+        dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+        dispatcher.add_overload(cres)
+    return True
+
+
+BUILD = """import importlib, os, pickle, sys
+module, name, sig, mark = pickle.loads(bytes.fromhex(sys.argv[1]))
+try:
+    getattr(importlib.import_module(module), name).compile(sig)
+finally:
+    os.unlink(mark)
+"""
+"""The background compile: the entry point, compiled for the signature, lands in numba's cache; the
+mark that says it is running goes when it ends. What to compile comes on the command line, so that
+starting it writes to no pipe."""
+
+FRESH_MARK_S = 10.0
+"""A mark without a process id yet is taken for a compile being started while this young."""
+
+
+class Build:
+    """One background compile of an entry point for a signature, in its own process (numba holds
+    the interpreter while it compiles, and a second core is free for the reference engine). A mark
+    file beside numba's cache holds the compiling process's id, so that other processes on the same
+    cache (a second ``labkit simulate``, another notebook) wait for it instead of compiling too.
+
+    The process runs in a session of its own, so that interrupting or restarting a notebook's
+    kernel (Jupyter signals the kernel's whole process group) does not kill it half-way, and a
+    thread collects it the moment it ends, whether or not the run that started it still looks: a
+    kernel left idle never holds an ended compile as a zombie, which other processes would take
+    for a compile still running."""
+
+    running: ClassVar[dict[str, Build]] = {}
+
+    def __init__(self, dispatcher, sig: tuple):
+        self.dispatcher, self.sig = dispatcher, sig
+        self.family = FAMILIES.get(dispatcher.py_func.__module__.split(".")[2], dispatcher.__name__)
+        digest = hashlib.sha256(f"{dispatcher.py_func.__module__}.{dispatcher.__name__}{sig}".encode()).hexdigest()
+        self.mark = Path(dispatcher._cache._cache_path) / f"labkit-compiling-{digest[:16]}.pid"
+        self.proc: subprocess.Popen | None = None
+        self.other: int | None = None  # another process's compile this one waits for
+
+    @classmethod
+    def of(cls, dispatcher, sig: tuple) -> Build:
+        """The build of this entry point and signature in this process, made once."""
+        key = f"{dispatcher.py_func.__module__}.{dispatcher.__name__}{sig}"
+        if key not in cls.running:
+            cls.running[key] = cls(dispatcher, sig)
+        return cls.running[key]
+
+    def start(self) -> Build:
+        """Start the compile, or follow the one another process runs, unless either has begun."""
+        while self.proc is None and self.other is None:
+            self.mark.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(self.mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                self.other = _compiling(self.mark)
+                if self.other is None:  # a compile that died (killed) left its mark
+                    self.mark.unlink(missing_ok=True)
+                continue
+            root = str(Path(__file__).resolve().parents[2])
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+            payload = (self.dispatcher.py_func.__module__, self.dispatcher.__name__, self.sig, str(self.mark))
+            self.proc = subprocess.Popen([sys.executable, "-c", BUILD, pickle.dumps(payload).hex()],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+            os.write(fd, str(self.proc.pid).encode())
+            os.close(fd)
+            threading.Thread(target=self.proc.wait, name="labkit-compile-reaper", daemon=True).start()
+        return self
+
+    def ended(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is not None
+        return self.other is not None and _compiling(self.mark) is None  # its mark goes when it ends
+
+    def done(self) -> bool:
+        """The compile ended well (another process's: it ended; numba's cache tells the rest)."""
+        return self.ended() and (self.proc is None or self.proc.returncode == 0)
+
+    def failed(self) -> bool:
+        return self.ended() and not self.done()
+
+    def wait(self) -> bool:
+        """Wait for the compile (started if need be), saying so after two seconds; True if it
+        ended well (a failed one is compiled again in this process, which shows its error)."""
+        self.start()
+        with waiting(f"compiling the numba core for {self.family} (first run only; cached afterwards)"):
+            while not self.ended():
+                time.sleep(0.1)
+        return self.done()
+
+
+def _compiling(mark: Path) -> int | None:
+    """The id of the process compiling under this mark (0 while it is being started), None if none."""
+    try:
+        text, age = mark.read_text(), time.time() - mark.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    if not text:
+        return 0 if age < FRESH_MARK_S else None
+    pid = int(text)
+    return pid if _alive(pid) else None
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process runs: it exists and is not a zombie (ended, not yet collected by its
+    parent; a compile killed before removing its mark is one until then)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: existing is all that can be told
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def _record(c: Compiled, m: dict) -> RunRecord:

@@ -13,10 +13,11 @@ import pandas as pd
 
 from .. import spec
 from ..errors import LabkitWarning, SpecError
-from ..progress import Progress, progress_bar
+from ..progress import DELAY, Progress, progress_bar
 from ..results import Result
 from ..spec import Scenario
 from .clock import Session, Simulation, record_of
+from .compile import Compiled
 from .problem import Decisions, PodGroupPhase, Problem
 from .records import result_of
 
@@ -76,6 +77,13 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
     `progress`: True shows a progress bar of jobs done (tqdm; a widget in a notebook) when the run
     takes more than a second; a callable gets (jobs done, jobs, simulated seconds) every few tenths
     of a second. Ctrl-C stops a run of either engine (KeyboardInterrupt).
+
+    The first run of a family on a fresh install finds its numba core not compiled yet (a minute
+    or two; numba's cache keeps it afterwards): under "auto" the core compiles in a background
+    process while the reference engine answers (same semantics, same tables), and the core takes
+    over as soon as its compile ends, this run included; a scenario of more than
+    :data:`REFERENCE_WHILE_COMPILING` jobs, or engine "numba", waits for the compile. Either wait
+    says what it is doing after two seconds, whatever `progress` says.
     """
     from ..errors import LabkitError
     from . import core, families
@@ -86,37 +94,98 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
         raise LabkitError("engine numba: a custom session function runs on the reference engine")
     if policy is not None:
         scenario = with_policy(scenario, policy)
-    ran, compiled = "reference", None
+    ran, compiled, build = "reference", None, None
     family = families.engine_of(scenario)
     if session is None and engine != "reference":
         compiled, static, missing = families.prepare(scenario)  # cached by content
         if missing is None:
-            with core.paused_gc(), progress_bar(progress, compiled.problem.n_jobs) as tell:
-                record = families.run(compiled, static, progress=tell)
-                if record is not None:
-                    result = result_of(compiled, record)
-                    result.info["engine"] = "numba"
-                    return family.label(result) if family.label is not None else result
-            missing = core.QUOTA_REFUSED
-        if engine == "numba":
-            raise LabkitError(f"engine numba: the numba core does not simulate {missing}")
-        ran = f"reference (the numba core does not simulate {missing})"
-        warnings.warn(f"the numba core does not simulate {missing}: the reference engine runs this scenario "
-                      "(often 60-400x slower)", LabkitWarning, stacklevel=2)
-    if session is None and family.reference is not None:
-        compiled = compiled or family.compile(scenario, None)
+            small = compiled.problem.n_jobs <= REFERENCE_WHILE_COMPILING
+            try:
+                result = _on_core(compiled, static, progress, "raise" if engine == "auto" and small else "wait", family)
+            except core.Cold as cold:
+                build = cold.build
+            else:
+                if result is not None:
+                    return result
+                missing = core.QUOTA_REFUSED
+        if build is None:
+            if engine == "numba":
+                raise LabkitError(f"engine numba: the numba core does not simulate {missing}")
+            ran = _fallback(missing)
+        else:
+            ran = f"reference (the numba core for {build.family} was compiling in the background)"
+    compiled, result = compiled or family.compile(scenario, None), None
+    if build is not None:  # the first to finish answers: the reference run, or the core once compiled
+        desc = f"reference engine (the numba core for {build.family} compiles meanwhile)"
+        with progress_bar(progress or True, compiled.problem.n_jobs, desc, DELAY) as tell:
+            try:
+                result = _reference(scenario, compiled, session, family, _until_done(build, tell))
+            except _CoreReady:
+                pass
+        if result is None:
+            result = _on_core(compiled, static, progress, "wait", family)
+            if result is not None:
+                return result
+            ran = _fallback(core.QUOTA_REFUSED)
+    if result is None:
         with progress_bar(progress, compiled.problem.n_jobs) as tell:
-            result = family.reference(scenario, compiled, tell)
-        result.info["engine"] = ran
-        return result
-    if compiled is None:
-        compiled = family.compile(scenario, None)
-    sim = Simulation(compiled, session or families.run_session, family.usage)
-    with progress_bar(progress, compiled.problem.n_jobs) as tell:
-        sim.run(tell)
-    result = result_of(compiled, record_of(sim))
+            result = _reference(scenario, compiled, session, family, tell)
     result.info["engine"] = ran
     return result
+
+
+REFERENCE_WHILE_COMPILING = 20_000
+"""Jobs up to which the reference engine answers while the numba core compiles in the background
+(on a fresh install); a larger scenario waits for the compile."""
+
+
+def _fallback(missing: str) -> str:
+    """The engine line of a run the numba core cannot simulate, warned about (stack: `simulate`'s caller)."""
+    warnings.warn(f"the numba core does not simulate {missing}: the reference engine runs this scenario "
+                  "(often 60-400x slower)", LabkitWarning, stacklevel=3)
+    return f"reference (the numba core does not simulate {missing})"
+
+
+class _CoreReady(Exception):
+    """The background compile ended during a reference run: the core takes over."""
+
+
+def _until_done(build, tell: Progress | None) -> Progress:
+    """``tell``, raising :class:`_CoreReady` once ``build`` has ended well."""
+
+    def check(done: int, jobs: int, now: float) -> None:
+        if tell is not None:
+            tell(done, jobs, now)
+        if build.done():
+            raise _CoreReady
+
+    return check
+
+
+def _on_core(compiled: Compiled, static: dict, progress: bool | Progress, when_cold: str, family) -> Result | None:
+    """The run on the family's numba core (``when_cold``: see ``core.WHEN_COLD``), labelled as the family
+    labels its results; None if a ResourceQuota refused a pod under a Volcano policy (``core.QUOTA_REFUSED``)."""
+    from . import core, families
+
+    with core.when_cold(when_cold), core.paused_gc(), progress_bar(progress, compiled.problem.n_jobs) as tell:
+        record = families.run(compiled, static, progress=tell)
+        if record is None:
+            return None
+        result = result_of(compiled, record)
+    result.info["engine"] = "numba"
+    return family.label(result) if family.label is not None else result
+
+
+def _reference(scenario: Scenario, compiled: Compiled, session: Session | None, family,
+               tell: Progress | None) -> Result:
+    """The run on the reference engine (the family's own run, Kueue's, when it has one)."""
+    from . import families
+
+    if session is None and family.reference is not None:
+        return family.reference(scenario, compiled, tell)
+    sim = Simulation(compiled, session or families.run_session, family.usage)
+    sim.run(tell)
+    return result_of(compiled, record_of(sim))
 
 
 def check(scenario: Scenario, policy: str | None = None) -> str | None:
