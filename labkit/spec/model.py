@@ -117,9 +117,24 @@ class Topology(Model):
     tiers: list[TopologyTier] = Field(min_length=1)
 
 
+class NodeEvent(Model):
+    """Something that happens to a node (or to every node of a pool) at time `at`, as an operator
+    or the node lifecycle controller does it: `fail` (the node goes NotReady: its pods are lost,
+    their jobs restart from their last checkpoint as after an eviction), `recover` (Ready again),
+    `cordon` / `uncordon` (`kubectl cordon`: no new pod binds to it / it is schedulable again),
+    `drain` (`kubectl drain`: cordon, then evict its pods)."""
+
+    at: Duration
+    node: str = Field(min_length=1)
+    """A node's name (`<pool>-<i>`) or a pool's name (all its nodes)."""
+    kind: Literal["fail", "recover", "cordon", "uncordon", "drain"]
+
+
 class Cluster(Model):
     pools: list[NodePool] = Field(min_length=1)
     topology: Topology | None = None
+    events: list[NodeEvent] = []
+    """Node failures, recoveries, cordons and drains in time (:class:`NodeEvent`)."""
 
 
 # ---------------------------------------------------------------------------------------- tenants

@@ -1145,6 +1145,8 @@ def compile_kueue(scenario: Scenario) -> Compiled:
     is unused: Kueue decides, not a session) and the scenario with its own scheduler section."""
     if scenario.kueue is None:
         raise SpecError("kueue", "a Kueue policy needs the scenario's kueue objects (clusterQueues, localQueues)")
+    if scenario.cluster.events:
+        raise SpecError("cluster.events", "node events: the Kueue engines do not simulate them")
     placeholder = expand(scenario).model_copy(update={"scheduler": Scheduler(policy="volcano-shipped")})
     compiled = compile_with(VOLCANO, placeholder)
     return dataclasses.replace(compiled, source=compiled.source.model_copy(
