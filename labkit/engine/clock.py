@@ -58,7 +58,21 @@ import numpy as np
 
 from ..progress import Progress
 from .compile import Compiled
-from .events import ARRIVAL, CORDON, DRAIN, FAIL, FINISH, NODE, NODE_LOGGED, RECOVER, RELEASED, RESYNC, TIMEOUT, TIMER, WAKE
+from .events import (
+    ARRIVAL,
+    CORDON,
+    DRAIN,
+    FAIL,
+    FINISH,
+    NODE,
+    NODE_LOGGED,
+    RECOVER,
+    RELEASED,
+    RESYNC,
+    TIMEOUT,
+    TIMER,
+    WAKE,
+)
 from .problem import Decisions, PodGroupPhase, Problem, State, TaskStatus, rank_by
 from .records import RunRecord
 

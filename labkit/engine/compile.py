@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as default
 from functools import cached_property, partial
 
 import numpy as np
@@ -116,9 +117,9 @@ class Compiled:
     horizon: float
     schedule_period: float
     quotas: ResourceQuotas | None = None
-    event_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    event_node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    event_kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    event_time: np.ndarray = default(default_factory=lambda: np.zeros(0))
+    event_node: np.ndarray = default(default_factory=lambda: np.zeros(0, np.int64))
+    event_kind: np.ndarray = default(default_factory=lambda: np.zeros(0, np.int64))
 
     @cached_property
     def scenario(self) -> Scenario:
