@@ -191,3 +191,14 @@ cluster:
   events:
   - {at: 1h, node: a-1, kind: uncordon}
 """
+
+
+def test_the_real_cluster_adapters_refuse_node_events():
+    from labkit.k8s.manifests import manifests
+    from labkit.slurm.conf import slurm_scenario
+
+    scenario = _scenario([{"at": "1h", "node": "a-0", "kind": "drain"}])
+    with pytest.raises(SpecError, match=r"^cluster\.events: node events are simulated only"):
+        manifests(scenario)
+    with pytest.raises(SpecError, match=r"^cluster\.events: node events are simulated only"):
+        slurm_scenario(scenario, "slurm-backfill")

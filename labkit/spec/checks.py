@@ -175,6 +175,13 @@ def _check_node_events(scenario: Scenario) -> None:
                 del cordoned[node]
 
 
+def simulated_only(scenario: Scenario) -> None:
+    """Refuse what only the simulator runs, for the adapters to a real cluster: node events."""
+    if scenario.cluster.events:
+        raise SpecError("cluster.events", "node events are simulated only: a real cluster's nodes fail, cordon and "
+                                          "drain by its operator's hand (remove them to run it on one)")
+
+
 def check_limit_range(path: str, requests: dict, tenant: Tenant) -> None:
     """Kubernetes' LimitRanger admission refuses a pod whose container (labkit pods have one, whose
     limits are its requests) or whole pod is above a LimitRange `max` or below its `min`; the
