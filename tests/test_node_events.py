@@ -202,3 +202,15 @@ def test_the_real_cluster_adapters_refuse_node_events():
         manifests(scenario)
     with pytest.raises(SpecError, match=r"^cluster\.events: node events are simulated only"):
         slurm_scenario(scenario, "slurm-backfill")
+
+
+def test_get_events_lists_the_node_events_as_a_cluster_records_them():
+    from labkit.diagnose import get_events
+
+    result = labkit.simulate(_scenario([{"at": 4000, "node": "a", "kind": "fail"}]))
+    events = get_events(result)
+    node = events[events.OBJECT == "node/a-0"]
+    assert node.MESSAGE.tolist() == ["Node a-0 status is now: NodeNotReady"]
+    lost = events[events.REASON == "TaintManagerEviction"]
+    # big-w-1 on a-1 was deleted by its job's restart when a-0 failed, before a-1's turn
+    assert len(lost) == 2 and lost.MESSAGE.str.startswith("Marking for deletion Pod default/").all()
