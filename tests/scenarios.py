@@ -24,7 +24,7 @@ def _conf(policy: str) -> dict:
 
 
 _NODE_STORIES = [("fail", "recover"), ("fail",), ("cordon", "uncordon"), ("drain", "uncordon"), ("drain",),
-                 ("cordon", "drain"), ("fail", "recover", "fail")]
+                 ("cordon", "drain"), ("fail", "recover", "fail"), ("interrupt",)]
 """Sequences of node events that make sense for one node (or pool) in time order."""
 
 
@@ -43,7 +43,7 @@ def node_events(draw, pools: list[dict], until: int) -> list[dict]:
             continue
         used.add(node)
         story = draw(st.sampled_from(_NODE_STORIES))
-        times = sorted(draw(st.lists(st.integers(0, until), min_size=len(story), max_size=len(story))))
+        times = sorted(draw(st.lists(st.integers(300, until), min_size=len(story), max_size=len(story))))
         events += [{"at": at, "node": node, "kind": kind} for at, kind in zip(times, story)]
     return events
 
@@ -162,12 +162,12 @@ def node_down_spans(scenario: spec.Scenario) -> dict[str, list[tuple[float, floa
     pools = {pool.name: pool.node_names() for pool in scenario.cluster.pools}
     since: dict[tuple[str, str], float] = {}
     spans: dict[str, list[tuple[float, float]]] = {}
-    events = sorted(enumerate(scenario.cluster.events), key=lambda e: (parse_duration(e[1].at), e[0]))
-    for _, event in events:
-        at = parse_duration(event.at)
-        for node in pools.get(event.node, [event.node]):
-            flag = "down" if event.kind in ("fail", "recover") else "cordon"
-            if event.kind in ("fail", "cordon", "drain"):
+    steps = sorted((at, i, k, kind, event.node) for i, event in enumerate(scenario.cluster.events)
+                   for k, (at, kind) in enumerate(event.steps()))
+    for at, _, _, kind, name in steps:
+        for node in pools.get(name, [name]):
+            flag = "down" if kind in ("fail", "recover") else "cordon"
+            if kind in ("fail", "cordon", "drain"):
                 since.setdefault((node, flag), at)
             else:
                 spans.setdefault(node, []).append((since.pop((node, flag)), at))
@@ -182,11 +182,12 @@ def pods_on_unavailable_nodes(result: Result) -> list[tuple]:
     spans = node_down_spans(result.scenario)
     bad = []
     lost_at = {}
+    pools = {pool.name: pool.node_names() for pool in result.scenario.cluster.pools}
     for event in result.scenario.cluster.events:
-        if event.kind in ("fail", "drain"):
-            pools = {pool.name: pool.node_names() for pool in result.scenario.cluster.pools}
-            for node in pools.get(event.node, [event.node]):
-                lost_at.setdefault(node, []).append(parse_duration(event.at))
+        for at, kind in event.steps():
+            if kind in ("fail", "drain"):
+                for node in pools.get(event.node, [event.node]):
+                    lost_at.setdefault(node, []).append(at)
     tasks = result.tasks
     stop = tasks.evicted.fillna(tasks.end).fillna(np.inf).to_numpy(float)
     for pod, node, start, end in zip(tasks.job + "/" + tasks.role + "-" + tasks["index"].astype(str), tasks.node,

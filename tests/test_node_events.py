@@ -214,3 +214,33 @@ def test_get_events_lists_the_node_events_as_a_cluster_records_them():
     lost = events[events.REASON == "TaintManagerEviction"]
     # big-w-1 on a-1 was deleted by its job's restart when a-0 failed, before a-1's turn
     assert len(lost) == 2 and lost.MESSAGE.str.startswith("Marking for deletion Pod default/").all()
+
+
+def test_a_spot_interruption_drains_at_its_notice_and_fails_the_node():
+    """`interrupt`: the notice drains the node (its pods evicted then, losing the work since their
+    checkpoint), and the node fails at `at`; the job restarts elsewhere."""
+    jobs = [{"name": "train", "tasks": [{"name": "w", "replicas": 1, "resources": {"nvidia.com/gpu": 8}}],
+             "duration": "5h", "checkpointInterval": "1h"}]
+    plain = labkit.simulate(_scenario([], jobs=jobs))
+    node = plain.tasks.node.iloc[0]
+    result, _ = assert_same(_scenario([{"at": "3h", "node": node, "kind": "interrupt", "notice": "10m"}], jobs=jobs))
+    notice = 3 * 3600 - 600
+    events = result.events
+    assert events[(events.node == node) & (events.kind != "Bound")].kind.tolist() == [
+        "NodeNotSchedulable", "Evicted", "Deleted", "NodeNotReady"]
+    assert events[events.kind == "NodeNotReady"].time.tolist() == [3 * 3600]
+    assert events[events.kind == "Evicted"].time.tolist() == [notice]
+    ran = notice - plain.jobs.start.iloc[0]
+    assert result.jobs.lost_work.iloc[0] == pytest.approx(ran - math.floor(ran / 3600) * 3600)
+    later = result.tasks[result.tasks.start > notice]
+    assert len(later) and (later.node != node).all() and not pods_on_unavailable_nodes(result)
+
+
+@pytest.mark.parametrize("event, path, message", [
+    ({"at": "1h", "node": "a-0", "kind": "fail", "notice": "2m"}, "cluster.events[0]", "notice applies to kind interrupt"),
+    ({"at": "1m", "node": "a-0", "kind": "interrupt"}, "cluster.events[0]", "the notice (2m) would come before time 0"),
+])
+def test_bad_interruptions_name_the_field(event, path, message):
+    with pytest.raises(SpecError) as err:
+        _scenario([event])
+    assert str(err.value).startswith(path) and message in str(err.value)

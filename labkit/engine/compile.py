@@ -297,10 +297,11 @@ def _node_events(scenario: Scenario, rules: FamilyRules, problem: Problem) -> tu
     rows = []
     for i, event in enumerate(events):
         lo, count = first[event.node] if event.node in first else (node_index[event.node], 1)
-        rows += [(parse_duration(event.at), i, n, NODE_KINDS.index(event.kind)) for n in range(lo, lo + count)]
-    rows.sort(key=lambda row: row[:2])
-    table = np.array(rows, float).reshape(len(rows), 4)
-    return table[:, 0].copy(), table[:, 2].astype(np.int64), table[:, 3].astype(np.int64)
+        rows += [(at, i, k, n, NODE_KINDS.index(kind)) for k, (at, kind) in enumerate(event.steps())
+                 for n in range(lo, lo + count)]
+    rows.sort(key=lambda row: row[:3])
+    table = np.array(rows, float).reshape(len(rows), 5)
+    return table[:, 0].copy(), table[:, 3].astype(np.int64), table[:, 4].astype(np.int64)
 
 
 def _pod_names(jobs: np.ndarray, roles: list[str], task_job: np.ndarray, task_role: np.ndarray,

@@ -150,28 +150,30 @@ def _check_node_events(scenario: Scenario) -> None:
     nodes = {name for names in pools.values() for name in names}
     down: dict[str, str] = {}
     cordoned: dict[str, str] = {}
-    order = sorted(range(len(events)), key=lambda i: (parse_duration(events[i].at), i))
-    for i in order:
-        event = events[i]
+    for i, event in enumerate(events):
         if event.node not in pools and event.node not in nodes:
             raise SpecError(f"cluster.events[{i}].node", f"no node or pool named {event.node!r} "
                             f"(pools: {', '.join(pools)}; nodes are <pool>-<i>)")
+    steps = sorted((at, i, k, kind) for i, event in enumerate(events) for k, (at, kind) in enumerate(event.steps()))
+    for at, i, _, kind in steps:
+        event = events[i]
+        when = f"{at:g}s" if event.kind == "interrupt" else str(event.at)
         for node in pools.get(event.node, [event.node]):
             wrong = {"fail": node in down, "recover": node not in down, "cordon": node in cordoned,
-                     "uncordon": node not in cordoned}.get(event.kind, False)
+                     "uncordon": node not in cordoned}.get(kind, False)
             if wrong:
-                state = (f"already down since {down[node]}" if event.kind == "fail" else
-                         "not down (recover follows a fail)" if event.kind == "recover" else
-                         f"already cordoned since {cordoned[node]}" if event.kind == "cordon" else
+                state = (f"already down since {down[node]}" if kind == "fail" else
+                         "not down (recover follows a fail)" if kind == "recover" else
+                         f"already cordoned since {cordoned[node]}" if kind == "cordon" else
                          "not cordoned (uncordon follows a cordon or drain)")
                 raise SpecError(f"cluster.events[{i}].kind", f"{event.kind} at {event.at}: node {node} is {state}")
-            if event.kind == "fail":
-                down[node] = str(event.at)
-            elif event.kind == "recover":
+            if kind == "fail":
+                down[node] = when
+            elif kind == "recover":
                 del down[node]
-            elif event.kind in ("cordon", "drain"):
-                cordoned[node] = str(event.at)
-            elif event.kind == "uncordon":
+            elif kind in ("cordon", "drain"):
+                cordoned[node] = when
+            elif kind == "uncordon":
                 del cordoned[node]
 
 
