@@ -190,11 +190,10 @@ def pods_on_unavailable_nodes(result: Result) -> list[tuple]:
                     lost_at.setdefault(node, []).append(at)
     tasks = result.tasks
     stop = tasks.evicted.fillna(tasks.end).fillna(np.inf).to_numpy(float)
-    for pod, node, start, end in zip(tasks.job + "/" + tasks.role + "-" + tasks["index"].astype(str), tasks.node,
-                                     tasks.start.to_numpy(float), stop):
-        if any(lo <= start < hi for lo, hi in spans.get(node, [])):
-            bad.append((pod, node, start))
-        if any(start <= at < end for at in lost_at.get(node, [])):
+    for job, role, index, node, start, end in zip(tasks.job, tasks.role, tasks["index"], tasks.node,
+                                                  tasks.start.to_numpy(float), stop):
+        pod = f"{job}-{role}-{index}"
+        if any(lo <= start < hi for lo, hi in spans.get(node, [])) or any(start <= at < end for at in lost_at.get(node, [])):
             bad.append((pod, node, start))
     return bad
 
