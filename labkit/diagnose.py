@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
+from .engine.events import NODE_LOGGED
 from .engine.framework import REJECT, JobInfo, QueueInfo, Session, TaskInfo
 from .engine.problem import ARG_DEFAULTS, PODS, Action, Arg, Ext, Family, Plugin, PodGroupPhase, TaskStatus
 from .engine.resources import less_equal
@@ -517,6 +518,10 @@ def _event_rows(e, min_available: int, volcano: bool) -> list[tuple[str, str, st
     as Volcano v1.15.1 and its vcjob controller word them, or under another family the scheduler's
     own notes (none for the run's own bookkeeping: completion, a pod's deletion, a phase change)."""
     pod, group = f"pod/{_pod_name(e.task)}", f"podgroup/{_pod_name(e.job)}"
+    if e.kind in NODE_LOGGED:  # the node lifecycle controller's and the kubelet's RecordNodeStatusChange
+        return [("Normal", e.kind, f"node/{e.node}", f"Node {e.node} status is now: {e.kind}")]
+    if e.kind == "Evicted" and e.reason in ("TaintManagerEviction", "Drain"):  # a node's pods, not the scheduler's
+        return [("Normal", e.reason, pod, e.message)] if e.reason == "TaintManagerEviction" else []
     if e.kind == "Rejected":  # the API server's 403, which the controller's FailedCreate event carries
         return [("Warning", "FailedCreate", f"job/{_pod_name(e.job)}", e.message)]
     if e.kind in ("FailedScheduling", "Waiting"):  # kube-scheduler's own notes
@@ -563,7 +568,7 @@ def _events(result: Result, job: str | None, since: float, until: float) -> list
         return _kueue_events(result, events)
     minimum = dict(zip(metrics.job_keys(result), (j.min_available_resolved for j in result.scenario.jobs)))
     volcano = metrics.compiled_of(result).problem.policy.family == Family.VOLCANO
-    return [(e.time, *row) for e in events.itertuples() for row in _event_rows(e, minimum[e.job], volcano)]
+    return [(e.time, *row) for e in events.itertuples() for row in _event_rows(e, minimum.get(e.job, 0), volcano)]
 
 
 def describe_podgroup(result: Result, job: str, at: float) -> str:

@@ -23,6 +23,31 @@ def _conf(policy: str) -> dict:
     return {"policy": policy, "conf": conf}
 
 
+_NODE_STORIES = [("fail", "recover"), ("fail",), ("cordon", "uncordon"), ("drain", "uncordon"), ("drain",),
+                 ("cordon", "drain"), ("fail", "recover", "fail"), ("interrupt",)]
+"""Sequences of node events that make sense for one node (or pool) in time order."""
+
+
+@st.composite
+def node_events(draw, pools: list[dict], until: int) -> list[dict]:
+    """Sometimes (one scenario in three) a few node failures, recoveries, cordons and drains, each
+    story on a node or a whole pool, at random times before `until` seconds; else none."""
+    if draw(st.integers(0, 2)) < 2:
+        return []
+    events = []
+    used: set[str] = set()
+    for _ in range(draw(st.integers(1, 2))):
+        pool = draw(st.sampled_from(pools))
+        node = pool["name"] if draw(st.integers(0, 3)) == 0 else f"{pool['name']}-{draw(st.integers(0, pool['count'] - 1))}"
+        if node in used or pool["name"] in used or any(u.startswith(pool["name"] + "-") for u in used if node == pool["name"]):
+            continue
+        used.add(node)
+        story = draw(st.sampled_from(_NODE_STORIES))
+        times = sorted(draw(st.lists(st.integers(300, until), min_size=len(story), max_size=len(story))))
+        events += [{"at": at, "node": node, "kind": kind} for at, kind in zip(times, story)]
+    return events
+
+
 @st.composite
 def scenarios(draw, max_jobs: int = 10) -> spec.Scenario:
     """2-6 GPU nodes, 1-3 queues, up to `max_jobs` jobs: gangs, priorities, checkpoints, evictions."""
@@ -59,7 +84,8 @@ def scenarios(draw, max_jobs: int = 10) -> spec.Scenario:
         jobs.append(job)
     # a horizon: pods of equal priority can evict each other for ever (preempt ping-pong), and a run
     # without one only ends at core.MAX_EVENTS
-    return spec.validate({"name": "random", "horizon": "48h", "cluster": {"pools": pools}, "queues": queues,
+    cluster = {"pools": pools, "events": draw(node_events(pools, 6 * 3600))}
+    return spec.validate({"name": "random", "horizon": "48h", "cluster": cluster, "queues": queues,
                           "priorityClasses": classes, "jobs": jobs, "scheduler": _conf(draw(st.sampled_from(POLICIES)))})
 
 
@@ -128,6 +154,48 @@ def broken_gangs(result: Result) -> list[tuple]:
                             running[(running > 0) & (running + succeeded < minimum[job])]):
             bad.append((job, float(t), int(count)))
     return sorted(bad, key=lambda b: (b[1], b[0]))
+
+
+def node_down_spans(scenario: spec.Scenario) -> dict[str, list[tuple[float, float]]]:
+    """Per node, the spans [from, to) in which the node events keep it from taking pods: down
+    (fail to recover) or cordoned (cordon or drain to uncordon)."""
+    pools = {pool.name: pool.node_names() for pool in scenario.cluster.pools}
+    since: dict[tuple[str, str], float] = {}
+    spans: dict[str, list[tuple[float, float]]] = {}
+    steps = sorted((at, i, k, kind, event.node) for i, event in enumerate(scenario.cluster.events)
+                   for k, (at, kind) in enumerate(event.steps()))
+    for at, _, _, kind, name in steps:
+        for node in pools.get(name, [name]):
+            flag = "down" if kind in ("fail", "recover") else "cordon"
+            if kind in ("fail", "cordon", "drain"):
+                since.setdefault((node, flag), at)
+            else:
+                spans.setdefault(node, []).append((since.pop((node, flag)), at))
+    for (node, _), at in since.items():
+        spans.setdefault(node, []).append((at, np.inf))
+    return spans
+
+
+def pods_on_unavailable_nodes(result: Result) -> list[tuple]:
+    """(pod, node, start) of every pod bound to a node while it is down or cordoned, and of every pod
+    still holding a node after that node failed or was drained (it must be evicted then)."""
+    spans = node_down_spans(result.scenario)
+    bad = []
+    lost_at = {}
+    pools = {pool.name: pool.node_names() for pool in result.scenario.cluster.pools}
+    for event in result.scenario.cluster.events:
+        for at, kind in event.steps():
+            if kind in ("fail", "drain"):
+                for node in pools.get(event.node, [event.node]):
+                    lost_at.setdefault(node, []).append(at)
+    tasks = result.tasks
+    stop = tasks.evicted.fillna(tasks.end).fillna(np.inf).to_numpy(float)
+    for job, role, index, node, start, end in zip(tasks.job, tasks.role, tasks["index"], tasks.node,
+                                                  tasks.start.to_numpy(float), stop):
+        pod = f"{job}-{role}-{index}"
+        if any(lo <= start < hi for lo, hi in spans.get(node, [])) or any(start <= at < end for at in lost_at.get(node, [])):
+            bad.append((pod, node, start))
+    return bad
 
 
 def queues_over_capability(result: Result) -> list[tuple]:
@@ -293,7 +361,8 @@ def engine_scenarios(draw, max_jobs: int = 12) -> spec.Scenario:
     scheduler["schedulePeriod"] = draw(st.sampled_from([1, 1, 5]))
     if draw(st.integers(0, 3)) == 0:
         scheduler["queueingStrategy"] = draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"]))
-    return spec.validate({"name": "parity", "horizon": "6h", "cluster": {"pools": pools}, "queues": queues,
+    cluster = {"pools": pools, "events": draw(node_events(pools, 4 * 3600))}
+    return spec.validate({"name": "parity", "horizon": "6h", "cluster": cluster, "queues": queues,
                           "tenants": [{"name": "default"}, {"name": "kube-system"}],
                           "priorityClasses": classes, "jobs": jobs, "scheduler": scheduler})
 

@@ -1,7 +1,14 @@
 """Invariants of every simulated run, on random scenarios (hypothesis)."""
 
 from hypothesis import HealthCheck, given, settings
-from scenarios import broken_gangs, over_committed_nodes, queues_over_capability, scenarios, unconserved_work
+from scenarios import (
+    broken_gangs,
+    over_committed_nodes,
+    pods_on_unavailable_nodes,
+    queues_over_capability,
+    scenarios,
+    unconserved_work,
+)
 
 import labkit
 
@@ -16,5 +23,6 @@ def test_invariants_hold(scenario):
     assert not broken_gangs(result)
     assert not queues_over_capability(result)
     assert not unconserved_work(result)
+    assert not pods_on_unavailable_nodes(result)
     finished = result.jobs[result.jobs.state == "Completed"]
     assert (finished.start >= finished.submit).all() and (finished.end > finished.start).all()

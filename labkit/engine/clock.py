@@ -58,7 +58,21 @@ import numpy as np
 
 from ..progress import Progress
 from .compile import Compiled
-from .events import ARRIVAL, FINISH, RELEASED, RESYNC, TIMEOUT, TIMER, WAKE
+from .events import (
+    ARRIVAL,
+    CORDON,
+    DRAIN,
+    FAIL,
+    FINISH,
+    NODE,
+    NODE_LOGGED,
+    RECOVER,
+    RELEASED,
+    RESYNC,
+    TIMEOUT,
+    TIMER,
+    WAKE,
+)
 from .problem import Decisions, PodGroupPhase, Problem, State, TaskStatus, rank_by
 from .records import RunRecord
 
@@ -131,6 +145,12 @@ class Simulation:
         self.resync_at = np.full(n_jobs, np.nan)
         for j in range(n_jobs):
             heapq.heappush(self.heap, (float(compiled.job_submit[j]), ARRIVAL, j, 0))
+        self.down = np.zeros(self.p.n_nodes, bool)
+        self.cordoned = np.zeros(self.p.n_nodes, bool)
+        if len(compiled.event_time):  # the sessions read the nodes' schedulable flags as the events set them
+            self.p = dataclasses.replace(self.p, node_schedulable=self.p.node_schedulable.copy())
+            for e, at in enumerate(compiled.event_time):
+                heapq.heappush(self.heap, (float(at), NODE, e, 0))
 
     # ---------------------------------------------------------------------------- the loop
 
@@ -197,7 +217,30 @@ class Simulation:
             if self.done[index] or self.phase[index] == PodGroupPhase.PENDING:
                 return False
             self._create_pods(now, index)
+        elif kind == NODE:
+            self._node_event(now, index)
         return True
+
+    def _node_event(self, now: float, e: int) -> None:
+        """Node event ``e`` of the scenario: a failed node is NotReady and its pods are lost (the
+        node lifecycle controller's NoExecute taint evicts them, TaintManagerEviction); a drained
+        node is cordoned and its pods evicted (kubectl drain); either way each pod goes the way
+        an evicted pod does (`_evict`: below minAvailable its job restarts from its last
+        checkpoint). A node takes pods while it is neither down nor cordoned."""
+        n, what = int(self.c.event_node[e]), int(self.c.event_kind[e])
+        if what in (FAIL, RECOVER):
+            self.down[n] = what == FAIL
+        else:
+            self.cordoned[n] = what in (CORDON, DRAIN)
+        self.p.node_schedulable[n] = not (self.down[n] or self.cordoned[n])
+        self._log(now, NODE_LOGGED[what], -1, -1, n)
+        if what not in (FAIL, DRAIN):
+            return
+        for t in np.flatnonzero((self.node == n) & (self.status == TaskStatus.RUNNING)):
+            if self.status[t] == TaskStatus.RUNNING:  # not deleted by an earlier pod's restart of its job
+                pod = self.p.task_names[t]
+                self._evict(now, int(t), *(("TaintManagerEviction", f"Marking for deletion Pod {pod}") if what == FAIL
+                                           else ("Drain", f"evicting pod {pod}")))
 
     def timer(self, at: float) -> None:
         """A session's own timed transition at `at` (see TIMER)."""

@@ -28,16 +28,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as default
 from functools import cached_property, partial
 
 import numpy as np
 import pandas as pd
 
+from ..errors import SpecError
 from ..spec import Scenario
 from ..spec.base import DEFAULT_MAX_PODS
 from ..spec.model import NodePool, Task, Tenant
 from ..spec.quantity import parse_duration
 from ..workloads import JobTable, expand, job_table
+from .events import NODE_KINDS
 from .problem import (
     BASE_RESOURCES,
     PODS,
@@ -75,6 +78,9 @@ class FamilyRules:
     tables reads each job, so its scenario is compiled with its generators expanded."""
     namespaces: bool = True
     """Jobs live in Kubernetes namespaces, whose ResourceQuotas admit the pods they create."""
+    node_events: Callable[[Policy], str | None] | None = None
+    """Why the family's engines cannot run this policy's node events (``cluster.events``), or None
+    when they can; no function: they never can."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,9 @@ class Compiled:
     * ``job_pods`` (J+1,) offsets: the tasks of job j are ``job_pods[j]:job_pods[j+1]``.
     * ``horizon`` seconds, inf when the scenario sets none; ``schedule_period`` seconds.
     * ``quotas``: the ResourceQuota admission of pod creation (Kubernetes policies), or None.
+    * ``event_time``, ``event_node``, ``event_kind`` (E,): the node events (``cluster.events``, a
+      pool's expanded to its nodes) in the order they happen (time, then as written), the kind
+      coded as in ``events.NODE_KINDS``.
     * ``source``: the scenario as given; ``jobs``: its jobs as columns (generated ones included);
       ``scenario``: the scenario with its generators expanded (made on first use), whose
       ``jobs[j]`` is job j of the Problem.
@@ -108,6 +117,9 @@ class Compiled:
     horizon: float
     schedule_period: float
     quotas: ResourceQuotas | None = None
+    event_time: np.ndarray = default(default_factory=lambda: np.zeros(0))
+    event_node: np.ndarray = default(default_factory=lambda: np.zeros(0, np.int64))
+    event_kind: np.ndarray = default(default_factory=lambda: np.zeros(0, np.int64))
 
     @cached_property
     def scenario(self) -> Scenario:
@@ -251,6 +263,7 @@ def compile_with(rules: FamilyRules, scenario: Scenario, table: JobTable | None 
         policy=rules.policy(scenario, resources),
         **extra,
     )
+    event_time, event_node, event_kind = _node_events(scenario, rules, problem)
     return Compiled(
         problem=problem,
         source=scenario,
@@ -266,7 +279,29 @@ def compile_with(rules: FamilyRules, scenario: Scenario, table: JobTable | None 
         horizon=parse_duration(scenario.horizon) if scenario.horizon is not None else math.inf,
         schedule_period=parse_duration(scenario.scheduler.schedule_period),
         quotas=_quotas(scenario, tenants, table, var_code, pod_requests) if rules.namespaces else None,
+        event_time=event_time, event_node=event_node, event_kind=event_kind,
     )
+
+
+def _node_events(scenario: Scenario, rules: FamilyRules, problem: Problem) -> tuple[np.ndarray, ...]:
+    """The node events as the clock reads them (``Compiled.event_*``); SpecError naming
+    ``cluster.events`` when the family's engines cannot run them."""
+    events = scenario.cluster.events
+    if not events:
+        return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    why = rules.node_events(problem.policy) if rules.node_events else "this policy family's engines do not simulate them"
+    if why:
+        raise SpecError("cluster.events", f"node events: {why}")
+    node_index = {name: n for n, name in enumerate(problem.node_names)}
+    first = {pool.name: (node_index[pool.node_names()[0]], pool.count) for pool in scenario.cluster.pools}
+    rows = []
+    for i, event in enumerate(events):
+        lo, count = first[event.node] if event.node in first else (node_index[event.node], 1)
+        rows += [(at, i, k, n, NODE_KINDS.index(kind)) for k, (at, kind) in enumerate(event.steps())
+                 for n in range(lo, lo + count)]
+    rows.sort(key=lambda row: row[:3])
+    table = np.array(rows, float).reshape(len(rows), 5)
+    return table[:, 0].copy(), table[:, 3].astype(np.int64), table[:, 4].astype(np.int64)
 
 
 def _pod_names(jobs: np.ndarray, roles: list[str], task_job: np.ndarray, task_role: np.ndarray,

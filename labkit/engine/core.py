@@ -75,8 +75,10 @@ from .core_state import (
     I_SESSIONS,
     I_WATER_FILLED,
     MSG_BACKFILL,
+    MSG_DRAINED,
     MSG_FITS_FUTURE,
     MSG_FITS_IDLE,
+    MSG_NODE_LOST,
     MSG_PHASE,
     MSG_PODS_RUNNING,
     MSG_PREEMPTED_BY,
@@ -145,6 +147,7 @@ STATIC = (
     "strict_fifo",
     "k_job_quota", "k_usage", "k_hard", "k_tracked", "k_unset",
     "j_worder", "j_mshape", "w_off", "fast_enqueue", "al_off", "attempt_memo",
+    "ne_time", "ne_node", "ne_kind",
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
@@ -167,6 +170,8 @@ MUTABLE = {
     "ev_time": ("E", 0, F), "ev_int": ("E 7", 0, I32), "runs": ("K 5", np.nan, F), "ints": ("X", 0, I),
     "score_key": ("N 4", -1, I), "score_version": ("N 4", -1, I), "score_value": ("N 4", 0, F),
     "clock": ("5", 0, F), "refused": ("1", False, B),
+    # the nodes' state under the scenario's node events (core_clock.node_event)
+    "node_down": ("N", False, B), "node_cordon": ("N", False, B),
     # one session's scratch (core_actions, core_plugins)
     "s_phase": ("J", 0, I8), "sp_mark": ("J", -1, I), "new_phase": ("J", 0, I8), "closed": ("J", 0, I),
     "candidates": ("J", 0, I), "fit": ("T", False, B), "fit_tasks": ("T", 0, I), "fit_start": ("T", 0, I),
@@ -469,6 +474,8 @@ def static_arrays(c: Compiled) -> dict:
         "total": total, "horizon": float(c.horizon), "period": float(c.schedule_period),
         "gpu": names.index(GPU) if GPU in names else -1,
         "strict_fifo": bool(p.policy.strict_fifo),
+        "ne_time": core_view(c.event_time, F), "ne_node": core_view(c.event_node, I),
+        "ne_kind": core_view(c.event_kind, I),
     }
     arrays["j_alike"] = alike_jobs(arrays["j_lo"], arrays["t_shape"], arrays["t_class"], arrays["t_never"],
                                    arrays["t_be"])
@@ -540,7 +547,7 @@ def mutable_arrays(st: dict, scale: float) -> dict:
     # before a session counts again (``core_clock.room_for_session``), so a run without restarts
     # never grows its buffers near its end
     running = int(min(n_tasks, float(st["node_alloc"][:, PODS].sum())))
-    grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks), ("K", n_tasks + running), ("U", n_nodes))
+    grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks + len(st["ne_time"])), ("K", n_tasks + running), ("U", n_nodes))
     for name, size in grown:
         sizes[name] = max(8, int(scale * (size + 64)))
     arrays = fresh(MUTABLE, sizes)
@@ -611,11 +618,16 @@ def run_grown(entry, fields, static: dict, scale: float, own=None) -> tuple[dict
         if len(mutable["ev_time"]) > MAX_EVENTS:
             raise endless()
         family = own(static, len(mutable["ev_time"]), scale) if own else {}
-        ran = entry(fields(**static, **mutable, **family))
+        nodes = {name: static[name].copy() for name in NODE_STATE} if len(static["ne_time"]) else {}
+        ran = entry(fields(**(static | nodes), **mutable, **family))
         mutable.update((name, getattr(ran, name)) for name in mutable)  # with the buffers it grew on the way
         if not mutable["ints"][I_OVERFLOW]:
             return mutable, family
         scale *= 4
+
+
+NODE_STATE = ("node_sched", "class_clean")
+"""Static arrays the node events change during a run (core_clock.node_event): each run gets its own copy."""
 
 
 GROWN = ("ev_time", "ev_int", "runs", "h_time", "h_key")
@@ -883,6 +895,11 @@ def _events(p: Problem, time: np.ndarray, coded: np.ndarray, kinds: tuple[str, .
         rows = np.flatnonzero(msg == code)
         messages[rows] = text + tasks[a[rows]]
         reasons[rows] = action
+    for code, reason, text in ((MSG_NODE_LOST, "TaintManagerEviction", "Marking for deletion Pod "),
+                               (MSG_DRAINED, "Drain", "evicting pod ")):
+        rows = np.flatnonzero(msg == code)
+        messages[rows] = text + tasks[task[rows]]
+        reasons[rows] = reason
     rows = np.flatnonzero(msg == MSG_PHASE)
     messages[rows] = _PHASE_CHANGES[a[rows], b[rows]]
     rows = np.flatnonzero(msg == MSG_PODS_RUNNING)

@@ -40,24 +40,30 @@ from .core_state import (
     EV_DELETED,
     EV_ENQUEUED,
     EV_EVICTED,
+    EV_NODE,
     EV_PIPELINED,
     EV_RESTARTING,
     EV_STARTED,
     EV_SUBMITTED,
     I_ARRIVED,
     I_BINDS,
+    I_BOOKS,
     I_CLOSED,
     I_CREATED,
     I_EVENTS,
     I_EVICTS,
+    I_FREED,
     I_GROW,
     I_HEAP,
     I_LIVE,
+    I_NODES,
     I_OVERFLOW,
     I_RUNS,
     I_SESSIONS,
     I_TO_START,
+    MSG_DRAINED,
     MSG_FITS_FUTURE,
+    MSG_NODE_LOST,
     MSG_NONE,
     MSG_PHASE,
     MSG_PODS_RUNNING,
@@ -79,7 +85,7 @@ from .core_state import (
     state_free,
     state_new,
 )
-from .events import ARRIVAL, FINISH, RELEASED, WAKE
+from .events import ARRIVAL, CORDON, DRAIN, FAIL, FINISH, NODE, RECOVER, RELEASED, WAKE
 from .volcano.core_actions import run_session, sort_prefix
 
 # -------------------------------------------------------------------------------- records
@@ -549,7 +555,42 @@ def ended(s, now, slot, end):
 
 
 @jit
+def node_event(s, now, e):
+    """Node event ``e`` (clock.Simulation._node_event): the node's flags and whether it takes pods;
+    a failed node's pods are lost, a drained node's evicted, each as an eviction (:func:`evict`).
+    The sessions' memos of where pods fit are read again (the node's books change)."""
+    n, what = s.ne_node[e], s.ne_kind[e]
+    if what == FAIL or what == RECOVER:
+        s.node_down[n] = what == FAIL
+    else:
+        s.node_cordon[n] = what == CORDON or what == DRAIN
+    s.node_sched[n] = not (s.node_down[n] or s.node_cordon[n])
+    every = True
+    for m in range(s.node_sched.size):
+        every = every and s.node_sched[m]
+    for c in range(s.class_clean.size):
+        clean = every
+        for m in range(s.class_ok.shape[1]):
+            clean = clean and s.class_ok[c, m]
+        s.class_clean[c] = clean
+    s.n_version[n] += 1
+    s.ints[I_NODES] += 1
+    s.ints[I_BOOKS] += 1
+    s.freed[s.ints[I_FREED] % s.freed.size] = n
+    s.ints[I_FREED] += 1
+    log(s, now, EV_NODE + what, -1, -1, n, MSG_NONE, 0, 0)
+    if what != FAIL and what != DRAIN:
+        return
+    for t in range(s.status.size):
+        if s.node[t] == n and s.status[t] == RUNNING:
+            evict(s, now, t, MSG_NODE_LOST if what == FAIL else MSG_DRAINED, 0, 0)
+
+
+@jit
 def apply_event(s, now, slot):
+    if s.h_key[slot, 0] == NODE:
+        node_event(s, now, s.h_key[slot, 1])
+        return True
     return clock_event(s, now, slot, arrive, released)
 
 
@@ -567,9 +608,17 @@ def room(s, events, runs, pushes):
 @jit
 def room_for_event(s):
     """Room for the next clock event: an arrival from a snapshot logs its enqueue, binds and
-    start, and schedules its completion; any other logs one event."""
+    start, and schedules its completion; a node event logs itself and per pod it evicts an eviction
+    and a restart, and terminates at most the pods of those pods' jobs; any other logs one event."""
     if not arrival_next(s):
-        return room(s, 1, 0, 0)
+        if s.ints[I_HEAP] == 0 or s.h_key[0, 0] != NODE:
+            return room(s, 1, 0, 0)
+        n, pods, terminated = s.ne_node[s.h_key[0, 1]], 0, 0
+        for t in range(s.status.size):
+            if s.node[t] == n and s.status[t] == RUNNING:
+                pods += 1
+                terminated += s.j_lo[s.t_job[t] + 1] - s.j_lo[s.t_job[t]]
+        return room(s, 1 + 2 * pods, 0, terminated)
     j = s.arrivals[s.ints[I_ARRIVED]]
     pods = s.j_lo[j + 1] - s.j_lo[j]
     return room(s, 3 + pods, pods, 2)  # its slot, and its completion
@@ -725,6 +774,9 @@ def run(fields, budget):
     """The run of a compiled scenario (:func:`clock_loop`, Volcano's sessions), at most ``budget``
     steps of it; True when it is over."""
     s = state_new(fields)
+    if s.clock[3] == 0.0:
+        for e in range(s.ne_time.size):  # the heap has room for them (core.mutable_arrays)
+            push_event(s, s.ne_time[e], NODE, e, 0)
     over = clock_loop(s, budget, next_session, never, apply_event, changed, session, room_for_event, room_for_session)
     state_free(s)
     return over

@@ -21,6 +21,7 @@ from numba.core import caching, cgutils, imputils
 from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
 
+from .events import NODE_LOGGED
 from .problem import (
     BALANCED_CHANGE_SINCE,
     CPU,
@@ -133,11 +134,13 @@ OP_EVICT, OP_PIPELINE, OP_ALLOCATE = range(3)
 
 # Run events (the ``kind`` column) and what the message of each says
 (EV_SUBMITTED, EV_ENQUEUED, EV_BOUND, EV_PIPELINED, EV_STARTED, EV_EVICTED, EV_RESTARTING, EV_DELETED,
- EV_COMPLETED) = range(9)
+ EV_COMPLETED, EV_NODE) = range(10)
 EVENT_KINDS = ("Submitted", "Enqueued", "Bound", "Pipelined", "Started", "Evicted", "Restarting", "Deleted",
-               "Completed")
+               "Completed") + NODE_LOGGED
+"""EV_NODE + a node event's kind (``events.NODE_KINDS``) is the kind of the event it logs."""
 (MSG_NONE, MSG_PHASE, MSG_FITS_IDLE, MSG_BACKFILL, MSG_SNAPSHOT, MSG_FITS_FUTURE, MSG_PREEMPTED_ROOM,
- MSG_RECLAIMED_ROOM, MSG_PODS_RUNNING, MSG_PREEMPTED_BY, MSG_RECLAIMED_BY, MSG_RESTART) = range(12)
+ MSG_RECLAIMED_ROOM, MSG_PODS_RUNNING, MSG_PREEMPTED_BY, MSG_RECLAIMED_BY, MSG_NODE_LOST, MSG_DRAINED,
+ MSG_RESTART) = range(14)
 
 # Columns of ``s.ev_int``: kind, job, task, node, message code and its two arguments
 EI_KIND, EI_JOB, EI_TASK, EI_NODE, EI_MSG, EI_A, EI_B = range(7)

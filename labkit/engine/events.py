@@ -9,3 +9,14 @@ only make the next session run: a WAKE re-evaluates (a Permit wait, priorities t
 is a transition the session has scheduled (a PodsReady timeout, a backoff's end), so a run with a
 TIMER due has not settled. TIMEOUT is a job reaching its time limit. RESYNC is the vcjob
 controller syncing a job again after a failed sync (pods the ResourceQuota refused)."""
+
+NODE = 7
+"""A node event of the scenario (``cluster.events``), applied after the other events of its instant;
+its index is the event's row in ``Compiled.event_time``."""
+
+FAIL, RECOVER, CORDON, UNCORDON, DRAIN = 0, 1, 2, 3, 4
+"""Node event kinds (``NodeEvent.kind``), in ``NODE_KINDS`` order."""
+NODE_KINDS = ("fail", "recover", "cordon", "uncordon", "drain")
+NODE_LOGGED = ("NodeNotReady", "NodeReady", "NodeNotSchedulable", "NodeSchedulable", "NodeNotSchedulable")
+"""The event each kind logs, as Kubernetes names it (the node lifecycle controller's NodeNotReady
+and NodeReady, the kubelet's NodeNotSchedulable and NodeSchedulable for spec.unschedulable)."""

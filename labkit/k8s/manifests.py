@@ -25,6 +25,7 @@ import yaml
 from ..errors import LabkitWarning, SpecError
 from ..spec import Scenario, conf_of, scheduler_of
 from ..spec.base import DEFAULT_MAX_PODS
+from ..spec.checks import simulated_only
 from ..spec.kueue import KueueConfiguration, local_queue
 from ..spec.model import Job, NodePool, PriorityClass, Queue, SchedulerConf, Task, Toleration
 from ..spec.quantity import parse_duration
@@ -72,6 +73,7 @@ def manifests(scenario: Scenario, time_scale: float = 1.0) -> list[dict]:
     """Every object of the lab, in apply order; workload generators are expanded first."""
     if not time_scale > 0:
         raise SpecError("--time-scale", f"must be > 0, got {time_scale}")
+    simulated_only(scenario)
     scenario = expand(scenario)
     labels = lab_labels(scenario.name)
     scheduler = scheduler_of(scenario)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import LabkitError, SpecError
 from ..spec import Job, NodePool, Scenario, policy_scheduler, scheduler_of
+from ..spec.checks import simulated_only
 from ..spec.model import SlurmConf, SlurmPartition
 from ..spec.quantity import parse_duration, parse_quantity
 from ..workloads import expand
@@ -104,6 +105,7 @@ def slurm_scenario(scenario: Scenario, policy: str | None = None) -> tuple[Scena
         if behind.slurm is None:
             raise SpecError("--policy", f"policy {policy!r} is not a Slurm policy")
         scenario = scenario.model_copy(update={"scheduler": behind})
+    simulated_only(scenario)
     conf = scheduler_of(scenario).slurm
     if conf is None:
         raise SpecError("scheduler", "this scenario runs under a Volcano conf; give a Slurm policy "

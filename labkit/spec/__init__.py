@@ -17,6 +17,7 @@ from .io import (
 from .model import (
     Cluster,
     Job,
+    NodeEvent,
     NodePool,
     PriorityClass,
     Queue,
@@ -29,7 +30,7 @@ from .model import (
 )
 
 __all__ = [
-    "Cluster", "Job", "NodePool", "PriorityClass", "Queue", "Scenario", "Scheduler", "SchedulerConf", "Task",
+    "Cluster", "Job", "NodeEvent", "NodePool", "PriorityClass", "Queue", "Scenario", "Scheduler", "SchedulerConf", "Task",
     "Tenant", "Workload", "conf_of", "dump", "load", "loads", "policy", "policy_names", "policy_scheduler", "preset", "preset_names",
     "resolve", "scheduler_of", "validate",
 ]

@@ -62,6 +62,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
                     if node not in nodes:
                         raise SpecError(f"jobs[{i}].status.running.{role}[{n}]", f"no node named {node!r}")
     _check_running_fits(scenario)
+    _check_node_events(scenario)
     for i, load in enumerate(scenario.workloads):
         _check_refs(f"workloads[{i}]", load, namespaces, queues, classes)
         _check_leaf(f"workloads[{i}].queue", load.queue, children)
@@ -136,6 +137,51 @@ def _check_running_fits(scenario: Scenario) -> None:
                     if have[name] > capacity:
                         raise SpecError(f"jobs[{i}].status.running.{role}[{n}]", f"node {node} has {_fmt(capacity)} "
                                         f"{name}; the snapshot's pods on it request {_fmt(have[name])}")
+
+
+def _check_node_events(scenario: Scenario) -> None:
+    """Each node event names a node or a pool, and makes sense for the node's state when it
+    happens (in time order, ties as written): `fail` an up node, `recover` a failed one, `cordon`
+    a schedulable one, `uncordon` a cordoned one (`drain` cordons, once or again)."""
+    events = scenario.cluster.events
+    if not events:
+        return
+    pools = {pool.name: pool.node_names() for pool in scenario.cluster.pools}
+    nodes = {name for names in pools.values() for name in names}
+    down: dict[str, str] = {}
+    cordoned: dict[str, str] = {}
+    for i, event in enumerate(events):
+        if event.node not in pools and event.node not in nodes:
+            raise SpecError(f"cluster.events[{i}].node", f"no node or pool named {event.node!r} "
+                            f"(pools: {', '.join(pools)}; nodes are <pool>-<i>)")
+    steps = sorted((at, i, k, kind) for i, event in enumerate(events) for k, (at, kind) in enumerate(event.steps()))
+    for at, i, _, kind in steps:
+        event = events[i]
+        when = f"{at:g}s" if event.kind == "interrupt" else str(event.at)
+        for node in pools.get(event.node, [event.node]):
+            wrong = {"fail": node in down, "recover": node not in down, "cordon": node in cordoned,
+                     "uncordon": node not in cordoned}.get(kind, False)
+            if wrong:
+                state = (f"already down since {down[node]}" if kind == "fail" else
+                         "not down (recover follows a fail)" if kind == "recover" else
+                         f"already cordoned since {cordoned[node]}" if kind == "cordon" else
+                         "not cordoned (uncordon follows a cordon or drain)")
+                raise SpecError(f"cluster.events[{i}].kind", f"{event.kind} at {event.at}: node {node} is {state}")
+            if kind == "fail":
+                down[node] = when
+            elif kind == "recover":
+                del down[node]
+            elif kind in ("cordon", "drain"):
+                cordoned[node] = when
+            elif kind == "uncordon":
+                del cordoned[node]
+
+
+def simulated_only(scenario: Scenario) -> None:
+    """Refuse what only the simulator runs, for the adapters to a real cluster: node events."""
+    if scenario.cluster.events:
+        raise SpecError("cluster.events", "node events are simulated only: a real cluster's nodes fail, cordon and "
+                                          "drain by its operator's hand (remove them to run it on one)")
 
 
 def check_limit_range(path: str, requests: dict, tenant: Tenant) -> None:

@@ -117,9 +117,51 @@ class Topology(Model):
     tiers: list[TopologyTier] = Field(min_length=1)
 
 
+class NodeEvent(Model):
+    """Something that happens to a node (or to every node of a pool) at time `at`, as an operator
+    or the node lifecycle controller does it: `fail` (the node goes NotReady: its pods are lost,
+    their jobs restart from their last checkpoint as after an eviction), `recover` (Ready again),
+    `cordon` / `uncordon` (`kubectl cordon`: no new pod binds to it / it is schedulable again),
+    `drain` (`kubectl drain`: cordon, then evict its pods), `interrupt` (a spot instance reclaimed:
+    the interruption notice `notice` before `at` drains the node, at `at` it fails)."""
+
+    at: Duration
+    node: str = Field(min_length=1)
+    """A node's name (`<pool>-<i>`) or a pool's name (all its nodes)."""
+    kind: Literal["fail", "recover", "cordon", "uncordon", "drain", "interrupt"]
+    notice: Duration | None = None
+    """`interrupt` only: how long before `at` the notice comes (default 2m, EC2's spot interruption notice)."""
+
+    @model_validator(mode="after")
+    def _notice(self) -> NodeEvent:
+        if self.notice is not None and self.kind != "interrupt":
+            raise ValueError(f"notice applies to kind interrupt, not {self.kind}")
+        if parse_duration(self.at) < self.notice_seconds:
+            raise ValueError(f"the notice ({self.notice or DEFAULT_NOTICE}) would come before time 0 (at {self.at})")
+        return self
+
+    @property
+    def notice_seconds(self) -> float:
+        if self.kind != "interrupt":
+            return 0.0
+        return parse_duration(self.notice if self.notice is not None else DEFAULT_NOTICE)
+
+    def steps(self) -> list[tuple[float, str]]:
+        """(time, kind) of what happens to the node: an interruption is a drain at its notice, then a failure."""
+        at = parse_duration(self.at)
+        if self.kind == "interrupt":
+            return [(at - self.notice_seconds, "drain"), (at, "fail")]
+        return [(at, self.kind)]
+
+
+DEFAULT_NOTICE = "2m"
+
+
 class Cluster(Model):
     pools: list[NodePool] = Field(min_length=1)
     topology: Topology | None = None
+    events: list[NodeEvent] = []
+    """Node failures, recoveries, cordons and drains in time (:class:`NodeEvent`)."""
 
 
 # ---------------------------------------------------------------------------------------- tenants

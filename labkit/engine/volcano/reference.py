@@ -33,7 +33,9 @@ from labkit.engine.problem import (
     PLUGIN_NAMES,
     Action,
     Decisions,
+    Ext,
     Placement,
+    Plugin,
     PodGroupPhase,
     Policy,
     Problem,
@@ -144,5 +146,14 @@ def volcano_policy(scenario: Scenario, resources: list[str]) -> Policy:
     return replace(policy, strict_fifo=sched.queueing_strategy == "StrictFIFO")
 
 
-VOLCANO = FamilyRules(policy=volcano_policy)
+def node_events_need(policy: Policy) -> str | None:
+    """Node events need the predicates plugin with its predicate enabled: it is what keeps pods off
+    an unschedulable node (NodeUnschedulable); without it a cordoned or failed node would take pods."""
+    for p, kind in enumerate(policy.plugin_kind):
+        if kind == Plugin.PREDICATES and policy.plugin_enabled[p, Ext.PREDICATE]:
+            return None
+    return "they need the predicates plugin in the scheduler conf (it keeps pods off unschedulable nodes)"
+
+
+VOLCANO = FamilyRules(policy=volcano_policy, node_events=node_events_need)
 """How a Volcano scenario compiles: its conf as the Policy; the shared rest as it is."""
