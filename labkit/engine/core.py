@@ -675,7 +675,11 @@ WHEN_COLD = contextvars.ContextVar("when_cold", default="wait")
 cache (a fresh install): "raise" :class:`Cold` (``labkit.simulate`` then lets the reference engine
 answer while the core compiles in a background process), "wait" for that background compile, or
 "compile" in this process. The environment variable ``LABKIT_COMPILE=foreground`` makes every
-cold run compile in this process (the test suite's setting: no run depends on a race)."""
+cold run compile in this process, silently (the setting of the test suite and of `labkit grade`'s
+nbval run: no run depends on a race, and no cell shows a line its stored outputs do not have)."""
+
+FOREGROUND = "LABKIT_COMPILE"
+"""The environment variable that, set to "foreground", makes a cold run compile here without a word."""
 
 
 class Cold(Exception):
@@ -703,8 +707,11 @@ def ensure_compiled(dispatcher, args: tuple) -> None:
     sig = tuple(dispatcher.typeof_pyval(a) for a in args)
     if load_cached(dispatcher, sig):
         return
+    if os.environ.get(FOREGROUND) == "foreground":
+        dispatcher.compile(sig)
+        return
     build = Build.of(dispatcher, sig)
-    mode = "compile" if os.environ.get("LABKIT_COMPILE") == "foreground" else WHEN_COLD.get()
+    mode = WHEN_COLD.get()
     if mode == "raise" and not build.failed():
         raise Cold(build.start())
     if mode != "compile" and build.wait() and load_cached(dispatcher, sig):

@@ -30,6 +30,7 @@ import nbformat
 
 from ..course.notebooks import chapters as chapter_sources
 from ..course.notebooks import strip_solutions
+from ..engine.core import FOREGROUND
 from ..errors import LabkitError
 from . import ANSWER_TAG, CHECK_TAG, report, sandbox, tagged
 from .answers import MAX_ANSWER_BYTES, MIME
@@ -294,6 +295,7 @@ def nbval_verdicts(students: list[Student], folder: Path) -> dict[tuple[str, str
     nbformat.write(nb, folder / "grader.ipynb")
     (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_GRADING", "LABKIT_STUDENT", "PYTEST_ADDOPTS")}
+    env[FOREGROUND] = "foreground"  # a first compile in a check cell says nothing that nbval would compare
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-c", "pytest.ini", "--rootdir", ".", "-p", "no:cacheprovider",
                     "--nbval", "--nbval-current-env", "--nbval-cell-timeout", str(NBVAL_CELL_TIMEOUT),
                     "--junitxml", "junit.xml", "grader.ipynb"], cwd=folder, env=env, capture_output=True, check=False)
