@@ -90,7 +90,8 @@ class Explanation:
 
     @property
     def slurm_reason(self) -> str:
-        return SLURM_REASON[self.reason]
+        """The squeue REASON for the same cause (a Slurm run's reason already is one)."""
+        return SLURM_REASON.get(self.reason, self.reason)
 
     def __str__(self) -> str:
         lines = [f"{self.job} at t={age(self.at)}: {self.object} {self.phase} — {self.reason}", f"  {self.message}"]
@@ -145,6 +146,9 @@ def explain(result: Result, job: str, at: float) -> Explanation:
     key = _key(result, job)
     if _kueue(result):
         return _kueue_explain(result, key, at)
+    family = metrics.compiled_of(result).problem.policy.family
+    if family != Family.VOLCANO:
+        return _pending_as_recorded(result, key, at, family)
     row = result.jobs[metrics.job_keys(result) == key].iloc[0]
     if row.submit > at:
         return Explanation(key, at, "-", "NotSubmitted", f"the vcjob is created at t={age(row.submit)}")
@@ -173,6 +177,46 @@ def explain(result: Result, job: str, at: float) -> Explanation:
             "the vcjob controller retries creating the pods; a ResourceQuota of the namespace refuses them",
             *refused[1:]], "", _podless_event(info.min_available))
     return _not_allocated(key, at, phase, snap, ssn, info, queue)
+
+
+def _pending_as_recorded(result: Result, key: str, at: float, family: int) -> Explanation:
+    """A kube-scheduler or Slurm run explained from what that scheduler recorded, in its own words:
+    kube-scheduler's last FailedScheduling (or the Coscheduling Permit wait) of the job's pods, as
+    `kubectl describe pod` shows it; Slurm's squeue state and REASON (`Priority`, `Resources`) with the
+    backfill scheduler's planned StartTime. Volcano's session, PodGroup and enqueue votes are not theirs."""
+    row = result.jobs[metrics.job_keys(result) == key].iloc[0]
+    slurm = family == Family.SLURM
+    thing = "Job" if slurm else "Pod"
+    if row.submit > at:
+        return Explanation(key, at, "-", "NotSubmitted", f"submitted at t={age(row.submit)}", object=thing)
+    if row.end <= at:
+        return Explanation(key, at, "COMPLETED" if slurm else "Succeeded", "Completed",
+                           f"completed at t={age(row.end)}", object=thing)
+    events = result.events[(result.events.job == key) & (result.events.time <= at)]
+    pods = sum(t.replicas_resolved for t in result.scenario.jobs[int(np.flatnonzero(metrics.job_keys(result) == key)[0])].tasks)
+    held = metrics.holding(result, at)
+    running = int(((held.job == key) & (held.status == "Running")).sum())
+    if slurm:
+        if running:
+            allocated = events[events.kind == "Bound"].message
+            return Explanation(key, at, "RUNNING", "None", allocated.iloc[-1] if len(allocated) else "allocated",
+                               object="Job")
+        pending = events[events.kind == "Pending"]
+        reason = pending.reason.iloc[-1] if len(pending) else "None"
+        planned = events[events.kind == "StartTime"]
+        details = [planned.message.iloc[-1]] if len(planned) else []
+        return Explanation(key, at, "PENDING", reason, f"squeue: PENDING ({reason})", details, object="Job")
+    if running == pods:
+        return Explanation(key, at, "Running", "Running", f"{running}/{pods} pods running", object=thing)
+    notes = events[events.kind.isin(["FailedScheduling", "Waiting"])]
+    bound = events[events.kind == "Bound"]
+    if notes.empty or (len(bound) and bound.time.iloc[-1] > notes.time.iloc[-1] and running):
+        return Explanation(key, at, "Pending", "Pending", f"{running}/{pods} pods running; the rest wait for "
+                           "their scheduling cycle", object=thing)
+    last = notes.iloc[-1]
+    pod = _pod_name(last.task) if isinstance(last.task, str) and last.task else _pod_name(key)
+    return Explanation(key, at, "Pending", last.reason, last.message,
+                       [f"pod {pod}: {last.kind} at t={age(last.time)}; {running}/{pods} pods running"], object=thing)
 
 
 def fit_errors_message(reasons: dict[str, int], n_nodes: int) -> str:

@@ -313,3 +313,32 @@ def test_describe_podgroup_refuses_a_kueue_run_in_one_line():
     with pytest.raises(LabkitError, match=r"^describe_podgroup: a Kueue run has Workloads, not PodGroups"):
         diagnose.describe_podgroup(result, result.jobs.name.iloc[0], 10.0)
 
+
+
+@pytest.mark.parametrize("policy", ["kube-default", "kube-coscheduling"])
+def test_explain_a_kube_scheduler_run_in_its_own_words(policy):
+    """A kube-scheduler run is explained by its pods' last FailedScheduling as the run recorded it
+    ("0/N nodes are available: ..."), not by a Volcano session's PodGroup and enqueue votes."""
+    result = labkit.simulate(cases.four_jobs(policy))
+    events = result.events
+    first = events[events.kind == "FailedScheduling"].iloc[0]
+    notes = events[(events.job == first.job) & (events.time <= first.time) & events.kind.isin(["FailedScheduling", "Waiting"])]
+    note = notes.iloc[-1]  # the last of its pods' notes at that instant
+    why = diagnose.explain(result, note.job, note.time)
+    assert (why.object, why.phase, why.reason, why.message) == ("Pod", "Pending", note.reason, note.message)
+    assert str(why).startswith(f"{note.job} at t={diagnose.age(note.time)}: Pod Pending — ") and "JobEnqueueable" not in str(why)
+    started = result.jobs.iloc[0]
+    assert diagnose.explain(result, started["name"], started.start).reason == "Running"
+
+
+def test_explain_a_slurm_run_with_squeue_s_reason_and_the_planned_start():
+    result = labkit.simulate(cases.four_jobs("slurm-backfill"))
+    events = result.events
+    planned = events[events.kind == "StartTime"].iloc[0]
+    pending = events[(events.job == planned.job) & (events.kind == "Pending") & (events.time <= planned.time)].iloc[-1]
+    why = diagnose.explain(result, planned.job, planned.time)
+    assert (why.object, why.phase, why.reason) == ("Job", "PENDING", pending.reason)
+    assert why.message == f"squeue: PENDING ({pending.reason})" and why.details == [planned.message]
+    assert why.slurm_reason == pending.reason
+    first = events[events.kind == "Bound"].iloc[0]
+    assert diagnose.explain(result, first.job, first.time).message == first.message
