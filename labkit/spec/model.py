@@ -116,6 +116,16 @@ class TopologyTier(Model):
 class Topology(Model):
     tiers: list[TopologyTier] = Field(min_length=1)
 
+    def hypernodes(self, nodes: list[str]) -> list[list[tuple[str, list[str]]]]:
+        """Tier by tier, tier 1 first: each HyperNode's name (``<tier name>-<j>``) and members, tier 1
+        grouping ``size`` consecutive nodes, tier k ``size`` consecutive HyperNodes of tier k-1."""
+        below, out = list(nodes), []
+        for tier in self.tiers:
+            groups = [(f"{tier.name}-{j}", below[i:i + tier.size]) for j, i in enumerate(range(0, len(below), tier.size))]
+            out.append(groups)
+            below = [name for name, _ in groups]
+        return out
+
 
 class Cluster(Model):
     pools: list[NodePool] = Field(min_length=1)
