@@ -351,7 +351,8 @@ def hypernode_of(scenario: spec.Scenario) -> dict[str, list[str]]:
 
 def topology_violations(result: Result) -> list[tuple]:
     """(job, time, nodes) wherever the running pods of a job with hard networkTopology do not lie
-    inside one HyperNode of tier <= highestTierAllowed."""
+    inside one HyperNode of tier <= highestTierAllowed (the cluster-top HyperNode, one tier above the
+    highest, holds every node)."""
     scenario = result.scenario
     tiers = hypernode_of(scenario)
     hard = {f"{j.namespace}/{j.name}": j.network_topology.highest_tier_allowed for j in scenario.jobs
@@ -360,8 +361,9 @@ def topology_violations(result: Result) -> list[tuple]:
     for job, pods in result.tasks[result.tasks.job.isin(list(hard))].groupby("job"):
         for t in np.unique(pods.start.to_numpy(float)):
             nodes = sorted(set(_running(pods, t).node))
-            shared = [k for k in range(len(tiers[nodes[0]])) if len({tiers[n][k] for n in nodes}) == 1]
-            if not shared or shared[0] + 1 > hard[job]:
+            top = len(tiers[nodes[0]])
+            shared = [k for k in range(top) if len({tiers[n][k] for n in nodes}) == 1] + [top]
+            if shared[0] + 1 > hard[job]:
                 bad.append((job, float(t), nodes))
     return bad
 

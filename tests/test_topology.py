@@ -124,3 +124,34 @@ def test_engines_agree_when_the_conf_drops_the_plugin(scenario):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LabkitWarning)
         assert_same(spec.validate(data))
+
+
+def test_explain_names_the_hypernode_the_gang_was_tried_in():
+    """Each rack has 8 GPUs idle, 4 on each node: enough for an 8-GPU pod's minResources, so both racks
+    are tried, and the pod fits no node of either. The pod's FailedScheduling, as FitErrors.Error()
+    forms it for a HyperNode, names the last rack tried."""
+    pools = [{"name": name, "count": 1, "labels": {"host": name}, "resources": NODE} for name in ("x0", "x1", "y0", "y1")]
+    half = {"nvidia.com/gpu": 4, "cpu": 16, "memory": "128Gi"}
+    residents = [{"name": f"r-{name}", "submit": 0, "duration": "2h",
+                  "tasks": [{"name": "worker", "nodeSelector": {"host": name}, "resources": half}]} for name in ("x0", "x1", "y0", "y1")]
+    gang = {"name": "gang", "submit": 60, "duration": "1h", "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+            "tasks": [{"name": "worker", "resources": POD}]}
+    scenario = spec.validate({
+        "name": "half-racks", "cluster": {"pools": pools, "topology": {"tiers": [{"name": "rack", "size": 2}]}},
+        "queues": [{"name": "default"}], "jobs": residents + [gang],
+        "scheduler": {"conf": {"actions": "enqueue, allocate", "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}]},
+            {"plugins": [{"name": "predicates"}, {"name": "nodeorder"}, {"name": "network-topology-aware"}]}]}}})
+    result = _run(scenario)
+    why = labkit.diagnose.explain(result, "gang", 600)
+    assert why.reason == "Unschedulable"
+    assert why.message == "In hyperNode rack-1: 0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu."
+    assert _pods(result, "gang").start.min() >= _pods(result, "r-x0").end.min()
+
+
+def test_explain_says_no_hypernode_has_room():
+    result = _run(_racks({"mode": "hard", "highestTierAllowed": 1}, [("x", POD), ("y", POD)]))
+    why = labkit.diagnose.explain(result, "gang", 600)
+    assert why.reason == "NetworkTopology"
+    assert why.details == ["hyperNode rack-0 (tier 1): nvidia.com/gpu: idle 8, future idle 8 < minResources 16",
+                           "hyperNode rack-1 (tier 1): nvidia.com/gpu: idle 8, future idle 8 < minResources 16"]
