@@ -106,7 +106,8 @@ class NodePool(Model):
 class TopologyTier(Model):
     """One HyperNode tier: consecutive groups of `size` members of the tier below (tier 1 groups nodes).
 
-    Tier 0 is the node itself, i.e. its NVLink domain, as in Volcano's HyperNode tiers.
+    Tiers count from 1, as Volcano's HyperNode tiers do; the scheduler adds a cluster-top HyperNode
+    one tier above the last, holding every node.
     """
 
     name: Namespace
@@ -208,7 +209,10 @@ class Elastic(Model):
 
 
 class NetworkTopology(Model):
-    """Volcano `networkTopology`: keep the gang inside one HyperNode of tier <= highestTierAllowed."""
+    """Volcano `networkTopology`. hard: the gang is placed inside one HyperNode of tier <=
+    highestTierAllowed, or not at all (tier 0 admits none); soft: the lowest tier that fits, else
+    anywhere. Honoured under the network-topology-aware plugin, as Volcano does; ignored (with a
+    warning) without it."""
 
     mode: Literal["hard", "soft"] = "hard"
     highest_tier_allowed: int = Field(default=1, ge=0)
