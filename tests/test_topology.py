@@ -155,3 +155,27 @@ def test_explain_says_no_hypernode_has_room():
     assert why.reason == "NetworkTopology"
     assert why.details == ["hyperNode rack-0 (tier 1): nvidia.com/gpu: idle 8, future idle 8 < minResources 16",
                            "hyperNode rack-1 (tier 1): nvidia.com/gpu: idle 8, future idle 8 < minResources 16"]
+
+
+@pytest.mark.parametrize("topology", [None, {"mode": "soft", "highestTierAllowed": 1}])
+def test_a_job_with_network_topology_never_preempts(topology):
+    """preempt skips a starving job with networkTopology (v1.15.1: "jobs containing networkTopology do
+    not support preemption"), even where the plugin is off and networkTopology places nothing; the
+    same job without it evicts the low job's pod above its minAvailable."""
+    half = {"nvidia.com/gpu": 4, "cpu": 16, "memory": "128Gi"}
+    high = {"name": "high", "submit": 60, "duration": "1h", "priorityClassName": "high",
+            "tasks": [{"name": "worker", "resources": half}]}
+    if topology is not None:
+        high["networkTopology"] = topology
+    scenario = spec.validate({
+        "name": "preempt", "cluster": {"pools": [{"name": "x", "count": 1, "resources": NODE}],
+                                       "topology": {"tiers": [{"name": "rack", "size": 1}]}},
+        "queues": [{"name": "default"}], "priorityClasses": [{"name": "low", "value": 10}, {"name": "high", "value": 1000}],
+        "jobs": [{"name": "low", "submit": 0, "duration": "2h", "priorityClassName": "low",
+                  "tasks": [{"name": "worker", "replicas": 2, "minAvailable": 1, "resources": half}]}, high],
+        "scheduler": {"conf": {"actions": "enqueue, allocate, preempt", "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+            {"plugins": [{"name": "predicates"}, {"name": "nodeorder"}]}]}}})
+    result = _run(scenario)
+    evicted = _pods(result, "low").evicted.notna().any()
+    assert evicted == (topology is None)

@@ -160,7 +160,8 @@ def _topology_notes(scenario: Scenario, gradient: bool) -> None:
     first = specs[0][0] + ".networkTopology" + (f" (and {len(specs) - 1} more)" if len(specs) > 1 else "")
     if not gradient:
         note = (f"{first} is ignored, as Volcano ignores it: the scheduler conf has no network-topology-aware "
-                "plugin with hyperNodeGradient on, so such jobs are placed like any other")
+                "plugin with hyperNodeGradient on, so such jobs are placed like any other (but, as in "
+                "Volcano, never preempt)")
     elif scenario.cluster.topology is None:
         note = (f"{first}: cluster.topology is unset, so the only HyperNode is the cluster-top one holding "
                 "every node and networkTopology confines nothing")
