@@ -179,3 +179,54 @@ def test_a_job_with_network_topology_never_preempts(topology):
     result = _run(scenario)
     evicted = _pods(result, "low").evicted.notna().any()
     assert evicted == (topology is None)
+
+
+def _tree(nodes: dict[str, dict]) -> dict:
+    """The HyperNode tree of Volcano's TestHyperNodeOrderFn: s0 (tier 3) over s1, s2 (tier 2) over
+    racks s3, s4 | s5, s6 (tier 1) of two nodes each."""
+    return {
+        "nodes": [{"name": name, **spec_} for name, spec_ in nodes.items()],
+        "hypernodes": [{"name": f"s{k}", "tier": 1, "members": [f"s{k}-n1", f"s{k}-n2"]} for k in (3, 4, 5, 6)]
+        + [{"name": "s1", "tier": 2, "members": ["s3", "s4"]}, {"name": "s2", "tier": 2, "members": ["s5", "s6"]},
+           {"name": "s0", "tier": 3, "members": ["s1", "s2"]}],
+        "queues": [{"name": "q1", "weight": 1}],
+        "podgroups": [{"name": "pg1", "ns": "ns1", "queue": "q1", "minMember": 2, "phase": "Inqueue",
+                       "networkTopology": {"mode": "hard", "highestTierAllowed": 2}}],
+    }
+
+
+@pytest.mark.parametrize("arguments, foo, expected", [
+    ({}, None, {"s0": 25.0, "s1": 58.3, "s2": 45.8, "s3": 0.0, "s4": 100.0, "s5": 0.0, "s6": 75.0,
+                "<cluster-top-hypernode>": 25.0}),
+    ({"weight": 10, "hypernode.binpack.cpu": 3, "hypernode.binpack.memory": 4,
+      "hypernode.binpack.resources": "nvidia.com/gpu, example.com/foo",
+      "hypernode.binpack.resources.nvidia.com/gpu": 2, "hypernode.binpack.resources.example.com/foo": 3,
+      "hypernode.binpack.normal-pod.enable": True, "hypernode.binpack.normal-pod.fading": 0},
+     (8, 0, 8, 0, 16, 0, 16, 0),
+     {"s0": 266.7, "s1": 700.0, "s2": 450.0, "s3": 0.0, "s4": 0.0, "s5": 0.0, "s6": 800.0,
+      "<cluster-top-hypernode>": 266.7}),
+], ids=["default-arguments", "customized-arguments"])
+def test_hyper_node_order_scores_as_volcano(arguments, foo, expected):
+    """Volcano's TestHyperNodeOrderFn (plugins/network-topology-aware, v1.15.1): each HyperNode's
+    binpacking score with the job's two 4-cpu 4G pods on it, to within its eps of 0.1."""
+    from labkit.conformance import load_case
+    from labkit.engine.volcano.reference import open_session
+
+    shapes = [("2", "4G"), ("2", "4G"), ("4", "4G"), ("4", "4G"), ("2", "8G"), ("2", "8G"), ("4", "8G"), ("4", "8G")]
+    names = [f"s{k}-n{i}" for k in (3, 4, 5, 6) for i in (1, 2)]
+    nodes = {}
+    for k, (name, (cpu, memory)) in enumerate(zip(names, shapes)):
+        nodes[name] = {"cpu": cpu, "memory": memory, "pods": 10}
+        if foo is not None:
+            nodes[name]["scalars"] = {"example.com/foo": foo[k]}
+    request = {"cpu": "4", "memory": "4G", **({"example.com/foo": "8"} if foo is not None else {})}
+    case = {**_tree(nodes),
+            "config": {"actions": ["allocate"], "tiers": [[{"name": "network-topology-aware",
+                                                            "enabled": ["hyperNodeOrder"], "arguments": arguments}]]},
+            "pods": [{"name": p, "ns": "ns1", "podgroup": "pg1", "requests": request, "phase": "Pending",
+                      "labels": {"volcano.sh/task-spec": "worker"}} for p in ("p1", "p2")]}
+    problem, state = load_case(case)
+    ssn = open_session(problem, state)
+    hyper_nodes = list(range(len(ssn.hypernodes.names)))
+    scores = dict(zip(ssn.hypernodes.names, ssn.hyper_node_score(ssn.jobs[0], hyper_nodes)))
+    assert scores == pytest.approx(expected, abs=0.1)
