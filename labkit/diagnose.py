@@ -42,6 +42,7 @@ import pandas as pd
 from . import metrics
 from .engine.events import NODE_LOGGED
 from .engine.framework import REJECT, JobInfo, QueueInfo, Session, TaskInfo
+from .engine.hypernodes import NONE
 from .engine.problem import ARG_DEFAULTS, PODS, Action, Arg, Ext, Family, Plugin, PodGroupPhase, TaskStatus
 from .engine.resources import less_equal
 from .engine.volcano.actions import ACTIONS
@@ -67,6 +68,7 @@ SLURM_REASON = {
     "Pipelined": "Resources",
     "FailedCreate": "QOSGrpGRES",
     "Terminated": "None",
+    "NetworkTopology": "Resources",
 }
 """The squeue REASON a Slurm user would read for the same cause (docs: squeue, JOB REASON CODES)."""
 
@@ -364,7 +366,7 @@ def _gang(snap: metrics.Snapshot, j: int) -> Gang:
     schedulable = [mine[t] for t in tried[:failed_at or 0] if t not in job.fit_errors
                    and mine[t].status == TaskStatus.PENDING]
     origin = mine[tried[failed_at]] if failed_at is not None else None
-    failed = _node_reasons(snap, ssn, origin, schedulable) if origin is not None else None
+    failed = _node_reasons(snap, ssn, origin, schedulable, job.fit_hyper_node) if origin is not None else None
     statuses: dict[str, int] = {}
     for t in job.tasks:
         statuses[TaskStatus(t.status).name.title()] = statuses.get(TaskStatus(t.status).name.title(), 0) + 1
@@ -410,6 +412,8 @@ def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: Que
         return Explanation(key, at, phase, "Pipelined", pipelined_message(task.name, node),
                            [f"{len(gang.pipelined)} pod(s) pipelined: waiting for Releasing pods"],
                            gang.condition, gang.event)
+    if gang.failed is None and info.topology_tier >= 0 and ssn.hyper_node_gradient(info, ssn.hypernodes.root) == []:
+        return _no_hyper_node(key, at, phase, ssn, info, gang)
     if gang.failed is None:
         return Explanation(key, at, phase, "NotEnoughResources", gang.condition or gang.event,
                            ["allocate did not try the job's pods this session"], gang.condition, gang.event)
@@ -418,6 +422,26 @@ def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: Que
         return Explanation(key, at, phase, "Unschedulable", gang.failed.message(), [], gang.condition, gang.event)
     return Explanation(key, at, phase, "NotEnoughResources", gang.failed.message(),
                        ["every pod fits some node alone, but not the whole gang at once"], gang.condition, gang.event)
+
+
+def _no_hyper_node(key, at, phase, ssn: Session, info: JobInfo, gang: Gang) -> Explanation:
+    """A job with networkTopology that network-topology-aware offers no HyperNode to (hyperNodeGradient:
+    none of tier <= highestTierAllowed has the job's minResources idle or future idle). Volcano only
+    logs this at -v 5, so the message is labkit's own."""
+    hn = ssn.hypernodes
+    need = info.min_resources if info.min_resources is not None else np.zeros(ssn.problem.n_resources)
+    lines = []
+    for h, members in enumerate(hn.members):
+        if hn.tier[h] > info.topology_tier:
+            continue
+        idle = sum((ssn.nodes[n].idle for n in members), np.zeros(ssn.problem.n_resources))
+        future = sum((ssn.nodes[n].future_idle() for n in members), np.zeros(ssn.problem.n_resources))
+        short = [f"{res}: idle {i:g}, future idle {f:g} < minResources {m:g}"
+                 for res, m, i, f in _dims(ssn, need, need, idle, future) if i < m and f < m]
+        lines.append(f"hyperNode {hn.names[h]} (tier {hn.tier[h]}): " + ("; ".join(short) or "room enough"))
+    message = (f"no HyperNode of tier <= {info.topology_tier} has room for the whole gang (minResources): "
+               "network-topology-aware gives allocate none to try, so the pods stay Pending")
+    return Explanation(key, at, phase, "NetworkTopology", message, lines, gang.condition, gang.event)
 
 
 def _one_per_role(tasks: list[TaskInfo]) -> list[TaskInfo]:
@@ -433,13 +457,17 @@ class NodeReasons:
 
     counts: dict[str, int]
     unavailable: int
+    hyper_node: str = ""
 
     def message(self) -> str:
-        """The pod's FailedScheduling message, :func:`fit_errors_message`."""
-        return fit_errors_message(self.counts, self.unavailable)
+        """The pod's FailedScheduling message, :func:`fit_errors_message`, prefixed ``In hyperNode
+        <name>: `` when the pod was tried inside one HyperNode (FitErrors.SetHyperNode)."""
+        text = fit_errors_message(self.counts, self.unavailable)
+        return f"In hyperNode {self.hyper_node}: {text}" if self.hyper_node and self.counts else text
 
 
-def _node_reasons(snap: metrics.Snapshot, ssn: Session, task: TaskInfo, before: list[TaskInfo]) -> NodeReasons:
+def _node_reasons(snap: metrics.Snapshot, ssn: Session, task: TaskInfo, before: list[TaskInfo],
+                  hyper_node: int = NONE) -> NodeReasons:
     """Why each node refuses `task`, as allocate's ``predicate`` finds it: first the resource check on
     FutureIdle (one reason, ``Insufficient <r>`` for the first short resource: cpu, memory, then the
     scalar resources), else the predicates plugin (``node(s) pod number exceeded``, the node's
@@ -450,14 +478,15 @@ def _node_reasons(snap: metrics.Snapshot, ssn: Session, task: TaskInfo, before: 
     pool_of = {name: pool for pool in scenario.cluster.pools for name in pool.node_names()}
     job = scenario.jobs[int(snap.jobs[task.job])]
     spec = next(t for t in job.tasks if t.name == task.role)
-    room = {n.index: n.future_idle().copy() for n in ssn.nodes}
+    nodes = ssn.nodes if hyper_node == NONE else [ssn.nodes[n] for n in ssn.hypernodes.members[hyper_node]]
+    room = {n.index: n.future_idle().copy() for n in nodes}
     for placed in before:
-        node = next((n for n in ssn.nodes if less_equal(placed.request, room[n.index])), None)
+        node = next((n for n in nodes if less_equal(placed.request, room[n.index])), None)
         if node is not None:
             room[node.index] = room[node.index] - placed.request
     counts: dict[str, int] = {}
     unavailable = 0
-    for node in ssn.nodes:
+    for node in nodes:
         short = [name for r, name in enumerate(ssn.problem.resource_names)
                  if r != PODS and task.request[r] > room[node.index][r] + 1e-9]
         reasons = [f"Insufficient {short[0]}"] if short else []
@@ -474,7 +503,7 @@ def _node_reasons(snap: metrics.Snapshot, ssn: Session, task: TaskInfo, before: 
         for reason in reasons:
             counts[reason] = counts.get(reason, 0) + 1
         unavailable += bool(reasons)
-    return NodeReasons(counts, unavailable)
+    return NodeReasons(counts, unavailable, ssn.hypernodes.names[hyper_node] if hyper_node != NONE else "")
 
 
 def _refused(result: Result, key: str, at: float) -> list[str]:

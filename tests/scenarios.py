@@ -355,16 +355,90 @@ def engine_scenarios(draw, max_jobs: int = 12) -> spec.Scenario:
                 for r, amount in worker.items():
                     held[r] = held.get(r, 0) + amount
             job["status"] = {"phase": "Running" if running else "Inqueue", "running": running}
+        if draw(st.integers(0, 5)) == 0:  # honoured only under the network-topology-aware plugin
+            job["networkTopology"] = {"mode": draw(st.sampled_from(["hard", "soft"])),
+                                      "highestTierAllowed": draw(st.integers(0, 2))}
         jobs.append(job)
+    cluster: dict = {"pools": pools}
+    if draw(st.booleans()):
+        cluster["topology"] = {"tiers": [{"name": "rack", "size": draw(st.integers(1, 3))},
+                                         {"name": "spine", "size": 2}]}
     name = draw(st.sampled_from(POLICIES + ["helios-fifo"] + list(ENGINE_CONFS)))
     scheduler = {"policy": name, "conf": ENGINE_CONFS[name]} if name in ENGINE_CONFS else _conf(name)
+    conf = spec.model.SchedulerConf.model_validate(scheduler["conf"]) if "conf" in scheduler else spec.policy(name)
+    if "preempt" in conf.action_list():  # a job with networkTopology never preempts: the core leaves that to the reference
+        for job in jobs:
+            job.pop("networkTopology", None)
     scheduler["schedulePeriod"] = draw(st.sampled_from([1, 1, 5]))
     if draw(st.integers(0, 3)) == 0:
         scheduler["queueingStrategy"] = draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"]))
-    cluster = {"pools": pools, "events": draw(node_events(pools, 4 * 3600))}
+    cluster["events"] = draw(node_events(pools, 4 * 3600))
     return spec.validate({"name": "parity", "horizon": "6h", "cluster": cluster, "queues": queues,
                           "tenants": [{"name": "default"}, {"name": "kube-system"}],
                           "priorityClasses": classes, "jobs": jobs, "scheduler": scheduler})
+
+
+# ------------------------------------------------------------------------------------------- network topology
+
+TOPOLOGY_CONF = _volcano_conf("enqueue, allocate, backfill", [{"name": "priority"}, {"name": "gang"}], [
+    {"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}, {"name": "network-topology-aware"}])
+
+
+@st.composite
+def topology_scenarios(draw, max_jobs: int = 6) -> spec.Scenario:
+    """2-8 nodes of 2-8 GPUs in racks and spines (cluster.topology), gangs of 1-4 pods, some with
+    networkTopology hard or soft up to tier 0-3, under a conf with network-topology-aware."""
+    gpus = draw(st.sampled_from([2, 4, 8]))
+    pools = [{"name": "p", "count": draw(st.integers(2, 8)),
+              "resources": {"nvidia.com/gpu": gpus, "cpu": 32, "memory": "256Gi"}}]
+    topology = {"tiers": [{"name": "rack", "size": draw(st.integers(1, 3))}, {"name": "spine", "size": 2}]}
+    jobs = []
+    for j in range(draw(st.integers(1, max_jobs))):
+        replicas = draw(st.integers(1, 4))
+        job = {"name": f"j{j}", "submit": draw(st.integers(0, 1800)), "duration": draw(st.integers(60, 3 * 3600)),
+               "tasks": [{"name": "worker", "replicas": replicas, "minAvailable": draw(st.integers(1, replicas)),
+                          "resources": {"nvidia.com/gpu": draw(st.integers(1, gpus)), "cpu": 4}}]}
+        if draw(st.integers(0, 3)) > 0:
+            job["networkTopology"] = {"mode": draw(st.sampled_from(["hard", "soft"])),
+                                      "highestTierAllowed": draw(st.integers(1, 3))}
+        jobs.append(job)
+    return spec.validate({"name": "topology", "horizon": "12h", "cluster": {"pools": pools, "topology": topology},
+                          "queues": [{"name": "default"}], "jobs": jobs,
+                          "scheduler": {"policy": "topology", "conf": TOPOLOGY_CONF}})
+
+
+def hypernode_of(scenario: spec.Scenario) -> dict[str, list[str]]:
+    """node -> the name of its HyperNode at tier 1, 2, ... (from cluster.topology)."""
+    nodes = [n for pool in scenario.cluster.pools for n in pool.node_names()]
+    holds = {n: [n] for n in nodes}
+    out: dict[str, list[str]] = {n: [] for n in nodes}
+    for tier in scenario.cluster.topology.hypernodes(nodes):
+        grouped = {}
+        for name, members in tier:
+            grouped[name] = [n for m in members for n in holds[m]]
+            for n in grouped[name]:
+                out[n].append(name)
+        holds = grouped
+    return out
+
+
+def topology_violations(result: Result) -> list[tuple]:
+    """(job, time, nodes) wherever the running pods of a job with hard networkTopology do not lie
+    inside one HyperNode of tier <= highestTierAllowed (the cluster-top HyperNode, one tier above the
+    highest, holds every node)."""
+    scenario = result.scenario
+    tiers = hypernode_of(scenario)
+    hard = {f"{j.namespace}/{j.name}": j.network_topology.highest_tier_allowed for j in scenario.jobs
+            if j.network_topology is not None and j.network_topology.mode == "hard"}
+    bad = []
+    for job, pods in result.tasks[result.tasks.job.isin(list(hard))].groupby("job"):
+        for t in np.unique(pods.start.to_numpy(float)):
+            nodes = sorted(set(_running(pods, t).node))
+            top = len(tiers[nodes[0]])
+            shared = [k for k in range(top) if len({tiers[n][k] for n in nodes}) == 1] + [top]
+            if shared[0] + 1 > hard[job]:
+                bad.append((job, float(t), nodes))
+    return bad
 
 
 # ------------------------------------------------------------------------------------------- kube-scheduler, Slurm

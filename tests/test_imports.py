@@ -115,7 +115,7 @@ BASE = {"labkit.errors", "labkit.progress"}
 SCENARIO = BASE | {"labkit.spec", "labkit.workloads"}
 RECORDS = SCENARIO | {"labkit.results"}
 CONTRACT = RECORDS | {"labkit.engine.problem", "labkit.engine.resources", "labkit.engine.framework",
-                      "labkit.engine.events", "labkit.engine.quotas"}
+                      "labkit.engine.events", "labkit.engine.quotas", "labkit.engine.hypernodes"}
 NUMBA = {"labkit.engine.core_state", "labkit.engine.core_account", "labkit.engine.core_clock", "labkit.engine.core"}
 ENGINE_SHARED = CONTRACT | NUMBA | {"labkit.engine.compile", "labkit.engine.records", "labkit.engine.clock"}
 FAMILIES = {f"labkit.engine.{f}" for f in ("volcano", "kube", "kueue", "slurm")}
@@ -134,6 +134,7 @@ ALLOWED = {
     "labkit.engine.quotas": SCENARIO,
     "labkit.engine.resources": SCENARIO | {"labkit.engine.problem"},
     "labkit.engine.framework": CONTRACT,
+    "labkit.engine.hypernodes": SCENARIO | {"labkit.engine.problem"},
     # Volcano's reference engine builds on the framework alone (and gives the shared compile its
     # rules); its numba session on the shared state struct and books.
     "labkit.engine.volcano": CONTRACT | {"labkit.engine.compile", "labkit.engine.core_state",

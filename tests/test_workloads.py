@@ -216,7 +216,7 @@ def test_row_ids_are_numpy_unique_inverse():
 def test_every_job_field_is_in_the_table_or_untabled():
     """`table_key` hashes the table's columns and the untabled fields: a new Job field must be one."""
     in_table = {"name", "namespace", "queue", "priority_class_name", "submit", "tasks", "min_available", "duration",
-                "work", "checkpoint_interval", "restart_cost", "grace_period", "preemptible"}
+                "work", "checkpoint_interval", "restart_cost", "grace_period", "preemptible", "network_topology"}
     assert set(Job.model_fields) == in_table | UNTABLED
     assert len(_COLUMNS) == len(dataclasses.fields(job_table(scenario_with_generators()))) - 1  # and shapes
 
@@ -226,6 +226,8 @@ def test_every_job_field_is_in_the_table_or_untabled():
     lambda d: d["jobs"][1]["tasks"][0]["resources"].update({"nvidia.com/gpu": 2}),
     lambda d: d["jobs"][0].update(priorityClassName="high"),
     lambda d: d["jobs"][1].update(user="alice"),
+    lambda d: d["jobs"][0].update(networkTopology={"mode": "soft", "highestTierAllowed": 2}),
+    lambda d: d["workloads"][0].update(networkTopology={"mode": "hard", "highestTierAllowed": 1}),
     lambda d: d["workloads"][0].update(count=d["workloads"][0]["count"] - 1),
     lambda d: d.update(seed=d.get("seed", 0) + 1),
     lambda d: d["workloads"][2]["trace"]["duration"].__setitem__(0, 121),

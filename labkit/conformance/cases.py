@@ -211,7 +211,7 @@ def load_case(case: Mapping, where: str = "case") -> tuple[Problem, State]:
     role_index = {r: i for i, r in enumerate(roles)}
 
     job_queue, job_priority, job_min, job_role_min, job_min_res, job_has_min = [], [], [], [], [], []
-    phases = []
+    phases, job_topology = [], []
     for i, pg in enumerate(pgs):
         at = f"{where}.podgroups[{i}]"
         queue = _require(pg, "queue", at)
@@ -230,6 +230,15 @@ def load_case(case: Mapping, where: str = "case") -> tuple[Problem, State]:
         if phase not in _PHASES:
             raise SpecError(f"{at}.phase", f"unknown PodGroup phase {phase!r}")
         phases.append(_PHASES[phase])
+        topology = pg.get("networkTopology")
+        if topology is not None:
+            mode = topology.get("mode")
+            if mode not in ("hard", "soft"):
+                raise SpecError(f"{at}.networkTopology.mode", f"expected hard or soft, got {mode!r}")
+            job_topology.append((int(_require(topology, "highestTierAllowed", f"{at}.networkTopology")),
+                                 mode == "hard"))
+        else:
+            job_topology.append((-1, False))
 
     t_names, t_job, t_role, t_req, t_prio, t_never, t_preempt, t_crit = [], [], [], [], [], [], [], []
     t_uid, t_class, status, node_of = [], [], [], []
@@ -310,9 +319,48 @@ def load_case(case: Mapping, where: str = "case") -> tuple[Problem, State]:
         hdrf_parent=hdrf_parent,
         hdrf_weight=hdrf_weight,
         queue_hdrf_node=queue_hdrf_node,
+        job_topology_tier=np.array([t for t, _ in job_topology], np.int64).reshape(n_jobs),
+        job_topology_hard=np.array([h for _, h in job_topology], bool).reshape(n_jobs),
+        **_hypernodes(case, node_names, where),
     )
     state = State.from_tasks(problem, status, node_of, phases, now=ZERO_TIME_NOW)
     return problem, state
+
+
+def _hypernodes(case: Mapping, node_names: tuple[str, ...], where: str) -> dict:
+    """The Problem's HyperNode fields from ``hypernodes: [{name, tier, members}]``: a member names a
+    node or, when a HyperNode has that name, a HyperNode (MemberTypeHyperNode)."""
+    specs = _list(case, "hypernodes", where)
+    if not specs:
+        return {}
+    at = [f"{where}.hypernodes[{i}]" for i in range(len(specs))]
+    names = tuple(_require(h, "name", a) for h, a in zip(specs, at))
+    tiers = [int(_require(h, "tier", a)) for h, a in zip(specs, at)]
+    index = {n: i for i, n in enumerate(names)}
+    node_index = {n: i for i, n in enumerate(node_names)}
+
+    def nodes_of(h: int, seen: tuple = ()) -> list[int]:
+        if h in seen:
+            raise SpecError(f"{at[h]}.members", "HyperNodes contain each other")
+        out = []
+        for member in _require(specs[h], "members", at[h]):
+            if member in index:
+                out += nodes_of(index[member], (*seen, h))
+            elif member in node_index:
+                out.append(node_index[member])
+            else:
+                raise SpecError(f"{at[h]}.members", f"unknown node or HyperNode {member!r}")
+        return out
+
+    columns = np.full((len(node_names), max(tiers)), -1, np.int64)
+    for h, tier in enumerate(tiers):
+        if tier < 1:
+            raise SpecError(f"{at[h]}.tier", "tiers start at 1")
+        for n in nodes_of(h):
+            if columns[n, tier - 1] not in (-1, h):
+                raise SpecError(f"{at[h]}.members", f"node {node_names[n]!r} is in two HyperNodes of tier {tier}")
+            columns[n, tier - 1] = h
+    return {"hypernode_names": names, "hypernode_tier": np.array(tiers, np.int64), "node_hypernode": columns}
 
 
 def _pod_status(pod: Mapping, node_index: dict, where: str) -> tuple[TaskStatus, int]:

@@ -4,6 +4,8 @@ on the victims (`votes`)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 
@@ -76,7 +78,7 @@ def stalled_gpu_hours(result) -> float:
     tasks = result.tasks
     times = np.unique(np.concatenate([tasks.start.to_numpy(), tasks.end.dropna().to_numpy()]))
     held = 0.0
-    for begin, end in zip(times[:-1], times[1:]):
+    for begin, end in itertools.pairwise(times):
         table = workers(result, begin)
         held += table.gpus_held[~table.can_train].sum() * (end - begin)
     return held / 3600.0

@@ -261,6 +261,9 @@ def compile_with(rules: FamilyRules, scenario: Scenario, table: JobTable | None 
         task_class=pods("pod_class", np.int64),
         class_node_ok=np.array(class_rows, bool).reshape(len(class_rows), len(nodes)),
         policy=rules.policy(scenario, resources),
+        job_topology_tier=table.topology_tier,
+        job_topology_hard=table.topology_hard,
+        **_hypernodes(scenario, [name for _, name in nodes]),
         **extra,
     )
     event_time, event_node, event_kind = _node_events(scenario, rules, problem)
@@ -302,6 +305,28 @@ def _node_events(scenario: Scenario, rules: FamilyRules, problem: Problem) -> tu
     rows.sort(key=lambda row: row[:3])
     table = np.array(rows, float).reshape(len(rows), 5)
     return table[:, 0].copy(), table[:, 3].astype(np.int64), table[:, 4].astype(np.int64)
+
+
+def _hypernodes(scenario: Scenario, nodes: list[str]) -> dict:
+    """The Problem's HyperNode fields from ``cluster.topology`` (none without one)."""
+    topology = scenario.cluster.topology
+    if topology is None:
+        return {}
+    names: list[str] = []
+    tiers: list[int] = []
+    columns = np.full((len(nodes), len(topology.tiers)), -1, np.int64)
+    holds = [[n] for n in range(len(nodes))]  # the nodes each member of the tier below holds
+    for k, groups in enumerate(topology.hypernodes(nodes)):
+        grouped, at = [], 0
+        for name, members in groups:
+            inside = [n for member in holds[at:at + len(members)] for n in member]
+            at += len(members)
+            columns[inside, k] = len(names)
+            names.append(name)
+            tiers.append(k + 1)
+            grouped.append(inside)
+        holds = grouped
+    return {"hypernode_names": tuple(names), "hypernode_tier": np.array(tiers, np.int64), "node_hypernode": columns}
 
 
 def _pod_names(jobs: np.ndarray, roles: list[str], task_job: np.ndarray, task_role: np.ndarray,

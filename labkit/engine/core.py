@@ -236,6 +236,10 @@ def unsupported(compiled: Compiled) -> str | None:
     if np.isfinite(problem.job_time_limit).any():
         return "job time limits"
     kinds = [Plugin(k) for k in policy.plugin_kind]
+    if Plugin.NETWORK_TOPOLOGY_AWARE in kinds:
+        return "the network-topology-aware plugin"
+    if Action.PREEMPT in policy.actions and (problem.job_topology_tier >= 0).any():
+        return "networkTopology with preempt (such jobs never preempt)"
     for kind in set(kinds):
         if kinds.count(kind) > 1:
             return f"plugin {kind.name.lower()} listed twice"

@@ -98,7 +98,7 @@ PH_UNSET, PH_PENDING, PH_INQUEUE, PH_RUNNING, PH_UNKNOWN, PH_COMPLETED = (int(p)
 # Actions and plugins
 ENQUEUE, ALLOCATE, BACKFILL, PREEMPT, RECLAIM = (int(a) for a in Action)
 (PRIORITY, GANG, DRF, PROPORTION, CAPACITY, BINPACK, NODEORDER, PREDICATES, CONFORMANCE, OVERCOMMIT,
- SLA) = (int(p) for p in Plugin)
+ SLA, NETWORK_TOPOLOGY_AWARE) = (int(p) for p in Plugin)
 N_PLUGINS = len(Plugin)
 
 # Hooks: the session's plugin callbacks, each a row of ``s.hooks`` listing the plugin entries

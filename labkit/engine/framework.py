@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from labkit.engine.hypernodes import NONE, HyperNodes
 from labkit.engine.problem import (
     ALLOCATED_STATUSES,
     Decisions,
@@ -64,6 +65,8 @@ class TaskInfo:
     node_class: int
     status: TaskStatus
     node: int
+    job_allocated_hyper_node: int = NONE
+    """JobAllocatedHyperNode: the job's HyperNode so far in the allocate pass placing this task."""
 
 
 @dataclass(eq=False)
@@ -85,6 +88,13 @@ class JobInfo:
     allocated: np.ndarray | None = None
     fit_errors: dict[int, set[int]] = field(default_factory=dict)
     unschedulable: bool = False
+    topology_tier: int = -1
+    """networkTopology's highestTierAllowed after adjustNetworkTopologySpec (soft mode: the
+    cluster-top tier); -1 = no networkTopology."""
+    allocated_hyper_node: int = NONE
+    """AllocatedHyperNode: the lowest HyperNode holding every allocated pod of the job."""
+    fit_hyper_node: int = NONE
+    """The HyperNode the last failed pod was tried in (FitErrors.SetHyperNode; NONE: the cluster)."""
 
     @property
     def task_min_available_total(self) -> int:
@@ -265,6 +275,12 @@ class PriorityQueue:
     def __len__(self) -> int:
         return len(self._items)
 
+    def clone(self) -> PriorityQueue:
+        """PriorityQueue.Clone: the same items in the same heap order."""
+        copy = PriorityQueue(self._less)
+        copy._items = list(self._items)
+        return copy
+
     def empty(self) -> bool:
         return not self._items
 
@@ -349,6 +365,9 @@ class Session:
                 self.nodes[task.node].add_task(task)
                 self.nodes[task.node].pods.add(task.index)
         self.total_resource = problem.node_allocatable.sum(axis=0)
+        self.hypernodes = HyperNodes(problem)
+        for j in np.flatnonzero(problem.job_topology_tier >= 0):
+            self._open_topology(self.jobs[j], int(problem.job_topology_tier[j]), bool(problem.job_topology_hard[j]))
         policy = problem.policy
         self.tiers: list[list[PluginEntry]] = [[] for _ in range(policy.n_tiers)]
         for p in range(len(policy.plugin_kind)):
@@ -360,6 +379,20 @@ class Session:
         self.event_handlers: list[tuple[Callable, Callable]] = []
         self.decisions = Decisions()
         self.pipelined_by: dict[int, tuple[str, str]] = {}
+
+    def _open_topology(self, job: JobInfo, tier: int, hard: bool) -> None:
+        """adjustNetworkTopologySpec (soft mode becomes hard mode up to the cluster-top tier, so it
+        takes the hard path without a limit) and recoverAllocatedHyperNode (the lowest HyperNode
+        holding every allocated pod)."""
+        hn = self.hypernodes
+        job.topology_tier = tier if hard else hn.tier[hn.root]
+        common: set[int] | None = None
+        for task in job.tasks:
+            if task.status in ALLOCATED_STATUSES and task.node >= 0:
+                holding = hn.holding(task.node)
+                common = holding if common is None else common & holding
+        if common:
+            job.allocated_hyper_node = min(common, key=lambda h: hn.tier[h])
 
     # -- registration (framework/session_plugins.go Add*Fn) ---------------------------------
     def add_fn(self, hook: str, entry: PluginEntry, fn: Callable) -> None:
@@ -484,6 +517,23 @@ class Session:
             if reason:
                 return reason
         return None
+
+    # -- HyperNodes (network topology) ------------------------------------------------------
+    def hyper_node_gradient(self, job: JobInfo, hyper_node: int) -> list[list[int]] | None:
+        """HyperNodeGradientForJobFn: the first plugin with hyperNodeGradient on decides; None
+        when no plugin registered one (Volcano then searches ``hyper_node`` alone, the way
+        allocate does for a job without topology)."""
+        for _, fn in self._all("hyperNodeGradient", Ext.HYPER_NODE_GRADIENT):
+            return fn(job, hyper_node)
+        return None
+
+    def hyper_node_score(self, job: JobInfo, candidates: list[int]) -> list[float]:
+        """PrioritizeHyperNodes: per HyperNode the sum of the HyperNodeOrderFns (0 without any)."""
+        scores = [0.0] * len(candidates)
+        for _, fn in self._all("hyperNodeOrder", Ext.HYPER_NODE_ORDER):
+            for i, score in enumerate(fn(job, candidates)):
+                scores[i] += score
+        return scores
 
     # -- votes: any Reject => false; a tier with a Permit decides; default true -------------
     def _vote(self, hook: str, ext: Ext, job: JobInfo) -> bool:

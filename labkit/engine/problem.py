@@ -103,6 +103,7 @@ class Plugin(IntEnum):
     CONFORMANCE = 8
     OVERCOMMIT = 9
     SLA = 10
+    NETWORK_TOPOLOGY_AWARE = 11
 
 
 class Ext(IntEnum):
@@ -128,6 +129,8 @@ class Ext(IntEnum):
     CLUSTER_ORDER = 17
     TARGET_JOB = 18
     RESERVED_NODES = 19
+    HYPER_NODE_ORDER = 20
+    HYPER_NODE_GRADIENT = 21
 
 
 class Family(IntEnum):
@@ -167,7 +170,7 @@ SLURM_TRES = ("cpu", "mem", "node", "gres/gpu")
 """The TRES columns of Slurm's limits and weights: cpu count, memory in MB, node count, GPUs."""
 
 ACTION_NAMES = {a.name.lower(): a for a in Action}
-PLUGIN_NAMES = {p.name.lower(): p for p in Plugin}
+PLUGIN_NAMES = {p.name.lower().replace("_", "-"): p for p in Plugin}
 EXT_NAMES = {
     "jobOrder": Ext.JOB_ORDER, "queueOrder": Ext.QUEUE_ORDER, "taskOrder": Ext.TASK_ORDER,
     "jobReady": Ext.JOB_READY, "jobPipelined": Ext.JOB_PIPELINED, "jobStarving": Ext.JOB_STARVING,
@@ -176,6 +179,7 @@ EXT_NAMES = {
     "predicate": Ext.PREDICATE, "nodeOrder": Ext.NODE_ORDER, "bestNode": Ext.BEST_NODE,
     "hierarchy": Ext.HIERARCHY, "victim": Ext.VICTIM, "clusterOrder": Ext.CLUSTER_ORDER,
     "targetJob": Ext.TARGET_JOB, "reservedNodes": Ext.RESERVED_NODES,
+    "hyperNodeOrder": Ext.HYPER_NODE_ORDER, "hyperNodeGradient": Ext.HYPER_NODE_GRADIENT,
 }
 """Extension-point names as the conf form of :func:`policy_from_conf` spells them."""
 
@@ -191,6 +195,9 @@ class Arg(IntEnum):
     SLA_WAITING_TIME = 5           # sla sla-waiting-time, seconds (default: none)
     ANCESTOR_RECLAIM_LEVEL = 6     # capacity ancestorReclaimLevel (default 0)
     BALANCEDRESOURCE_KUBERNETES = 7  # nodeorder balancedresource.kubernetes, the minor (default 35: "1.35")
+    TOPOLOGY_WEIGHT = 8            # network-topology-aware weight (default 1)
+    TOPOLOGY_NORMAL_POD_ENABLE = 9  # network-topology-aware hypernode.binpack.normal-pod.enable (default 1: true)
+    TOPOLOGY_NORMAL_POD_FADING = 10  # network-topology-aware hypernode.binpack.normal-pod.fading (default 0.8)
 
 
 N_ARGS = len(Arg)
@@ -203,6 +210,9 @@ ARG_DEFAULTS = {
     Arg.OVERCOMMIT_FACTOR: 1.2,
     Arg.ANCESTOR_RECLAIM_LEVEL: 0.0,
     Arg.BALANCEDRESOURCE_KUBERNETES: 35.0,
+    Arg.TOPOLOGY_WEIGHT: 1.0,
+    Arg.TOPOLOGY_NORMAL_POD_ENABLE: 1.0,
+    Arg.TOPOLOGY_NORMAL_POD_FADING: 0.8,
 }
 
 BALANCED_CHANGE_SINCE = 36
@@ -430,6 +440,38 @@ def _parse_arguments(kind: Plugin, arguments: Mapping[str, Any], resource_names:
         args[Arg.SLA_WAITING_TIME] = parse_duration(arguments["sla-waiting-time"], f"{where}.sla-waiting-time")
     elif kind == Plugin.CAPACITY and "ancestorReclaimLevel" in arguments:
         args[Arg.ANCESTOR_RECLAIM_LEVEL] = number("ancestorReclaimLevel")
+    elif kind == Plugin.NETWORK_TOPOLOGY_AWARE:
+        _topology_arguments(arguments, resource_names, args, weights, number, where)
+
+
+def _topology_arguments(arguments: Mapping[str, Any], resource_names: Sequence[str], args: np.ndarray,
+                        weights: np.ndarray, number, where: str) -> None:
+    """network-topology-aware's arguments (getPriorityWeight, getNormalPodConfig): the plugin weight,
+    the HyperNode binpacking weights (cpu and memory 1 unless given, other resources only when listed
+    in ``hypernode.binpack.resources``; a negative weight falls back to 1) and the normal-pod switch
+    and fading (a negative fading falls back to 0.8)."""
+    if "weight" in arguments:
+        value = number("weight")
+        args[Arg.TOPOLOGY_WEIGHT] = value if value >= 0 else ARG_DEFAULTS[Arg.TOPOLOGY_WEIGHT]
+    scored = {"cpu": 1.0, "memory": 1.0}
+    for res in ("cpu", "memory"):
+        if f"hypernode.binpack.{res}" in arguments:
+            scored[res] = number(f"hypernode.binpack.{res}")
+    listed = [r.strip() for r in str(arguments.get("hypernode.binpack.resources", "")).split(",") if r.strip()]
+    for res in listed:
+        key = f"hypernode.binpack.resources.{res}"
+        scored[res] = number(key) if key in arguments else 1.0
+    for r, res in enumerate(resource_names):
+        if res in scored:
+            weights[r] = scored[res] if scored[res] >= 0 else 1.0
+    enable = arguments.get("hypernode.binpack.normal-pod.enable")
+    if enable is not None:
+        if not isinstance(enable, bool):
+            raise SpecError(f"{where}.hypernode.binpack.normal-pod.enable", f"expected true or false, got {enable!r}")
+        args[Arg.TOPOLOGY_NORMAL_POD_ENABLE] = float(enable)
+    if "hypernode.binpack.normal-pod.fading" in arguments:
+        value = number("hypernode.binpack.normal-pod.fading")
+        args[Arg.TOPOLOGY_NORMAL_POD_FADING] = value if value >= 0 else ARG_DEFAULTS[Arg.TOPOLOGY_NORMAL_POD_FADING]
 
 
 def kubernetes_minor(value: Any, where: str) -> float:
@@ -534,6 +576,13 @@ class Problem:
       the label and taint predicates. Resource fit and max pods are checked by the engine.
     Policy
       ``policy`` (:class:`Policy`).
+    HyperNodes (optional; only the network-topology-aware plugin reads them; left out: none)
+      ``hypernode_names`` (Hn,) and ``hypernode_tier`` (Hn,) int64 (tier 1 groups nodes);
+      ``node_hypernode`` (N, Tn) int64: column ``k`` is the HyperNode of tier ``k + 1`` holding the
+      node (-1 = none), so one tier's HyperNodes partition the nodes they hold and each sits in
+      one HyperNode of every tier above it; ``job_topology_tier`` (J,) int64 the PodGroup's
+      ``networkTopology.highestTierAllowed`` (-1 = no networkTopology) and ``job_topology_hard``
+      (J,) bool its ``mode: hard``.
     Hierarchical DRF (optional; only drf with ``hierarchy`` reads it)
       ``hdrf_names`` (H,), ``hdrf_parent`` (H,) int64 (-1 for node 0, the root) and
       ``hdrf_weight`` (H,) float64: the tree spelled by the queues' ``volcano.sh/hierarchy`` /
@@ -626,6 +675,11 @@ class Problem:
     assoc_is_user: np.ndarray | None = None
     class_node_failure: np.ndarray | None = None
     failure_reasons: tuple[str, ...] = ("", "node(s) didn't match Pod's node affinity/selector")
+    hypernode_names: tuple[str, ...] = ()
+    hypernode_tier: np.ndarray | None = None
+    node_hypernode: np.ndarray | None = None
+    job_topology_tier: np.ndarray | None = None
+    job_topology_hard: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n_part, n_qos, n_assoc = len(self.partition_names), len(self.qos_names), len(self.assoc_names)
@@ -651,6 +705,10 @@ class Problem:
             "assoc_shares": lambda: np.ones(n_assoc),
             "assoc_is_user": lambda: np.zeros(n_assoc, bool),
             "class_node_failure": lambda: np.where(self.class_node_ok, 0, len(self.failure_reasons) - 1),
+            "hypernode_tier": lambda: np.zeros(len(self.hypernode_names), np.int64),
+            "node_hypernode": lambda: np.full((self.n_nodes, 0), -1, np.int64),
+            "job_topology_tier": lambda: np.full(self.n_jobs, -1, np.int64),
+            "job_topology_hard": lambda: np.zeros(self.n_jobs, bool),
         }
         for name, make in defaults.items():
             if getattr(self, name) is None:
@@ -699,6 +757,8 @@ _SHAPES = {
     "qos_grp_tres": ("Qs", "TRES"), "qos_max_tres_per_user": ("Qs", "TRES"),
     "assoc_parent": ("As",), "assoc_shares": ("As",), "assoc_is_user": ("As",),
     "class_node_failure": ("C", "N"),
+    "hypernode_tier": ("Hn",), "node_hypernode": ("N", "Tn"), "job_topology_tier": ("J",),
+    "job_topology_hard": ("J",),
 }
 
 
@@ -709,7 +769,8 @@ def validate_problem(p: Problem) -> None:
     dims = {"N": p.n_nodes, "Q": p.n_queues, "J": p.n_jobs, "T": p.n_tasks,
             "R": p.n_resources, "K": len(p.role_names), "C": p.class_node_ok.shape[0],
             "H": len(p.hdrf_names), "Pa": len(p.partition_names), "Qs": len(p.qos_names),
-            "As": len(p.assoc_names), "TRES": len(SLURM_TRES)}
+            "As": len(p.assoc_names), "TRES": len(SLURM_TRES), "Hn": len(p.hypernode_names),
+            "Tn": p.node_hypernode.shape[1]}
     for name, shape in _SHAPES.items():
         want = tuple(dims[d] for d in shape)
         got = getattr(p, name).shape
@@ -725,6 +786,8 @@ def validate_problem(p: Problem) -> None:
             raise SpecError(name, f"index out of range 0..{upper - 1}")
     if len(p.queue_parent) and (p.queue_parent.min() < -1 or p.queue_parent.max() >= p.n_queues):
         raise SpecError("queue_parent", "index out of range")
+    if p.node_hypernode.size and (p.node_hypernode.min() < -1 or p.node_hypernode.max() >= dims["Hn"]):
+        raise SpecError("node_hypernode", "index out of range")
 
 
 # --------------------------------------------------------------------------------------------

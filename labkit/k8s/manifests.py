@@ -164,13 +164,8 @@ def _tiers(scenario: Scenario) -> list[list[list[str]]]:
     topology = scenario.cluster.topology
     if topology is None:
         return []
-    below = [name for pool in scenario.cluster.pools for name in pool.node_names()]
-    out = []
-    for tier in topology.tiers:
-        groups = [below[i:i + tier.size] for i in range(0, len(below), tier.size)]
-        out.append(groups)
-        below = [f"{tier.name}-{j}" for j in range(len(groups))]
-    return out
+    nodes = [name for pool in scenario.cluster.pools for name in pool.node_names()]
+    return [[members for _, members in tier] for tier in topology.hypernodes(nodes)]
 
 
 def _tier_of_nodes(scenario: Scenario) -> dict[str, dict[str, str]]:

@@ -106,7 +106,8 @@ class NodePool(Model):
 class TopologyTier(Model):
     """One HyperNode tier: consecutive groups of `size` members of the tier below (tier 1 groups nodes).
 
-    Tier 0 is the node itself, i.e. its NVLink domain, as in Volcano's HyperNode tiers.
+    Tiers count from 1, as Volcano's HyperNode tiers do; the scheduler adds a cluster-top HyperNode
+    one tier above the last, holding every node.
     """
 
     name: Namespace
@@ -115,6 +116,16 @@ class TopologyTier(Model):
 
 class Topology(Model):
     tiers: list[TopologyTier] = Field(min_length=1)
+
+    def hypernodes(self, nodes: list[str]) -> list[list[tuple[str, list[str]]]]:
+        """Tier by tier, tier 1 first: each HyperNode's name (``<tier name>-<j>``) and members, tier 1
+        grouping ``size`` consecutive nodes, tier k ``size`` consecutive HyperNodes of tier k-1."""
+        below, out = list(nodes), []
+        for tier in self.tiers:
+            groups = [(f"{tier.name}-{j}", below[i:i + tier.size]) for j, i in enumerate(range(0, len(below), tier.size))]
+            out.append(groups)
+            below = [name for name, _ in groups]
+        return out
 
 
 class NodeEvent(Model):
@@ -254,7 +265,10 @@ class Elastic(Model):
 
 
 class NetworkTopology(Model):
-    """Volcano `networkTopology`: keep the gang inside one HyperNode of tier <= highestTierAllowed."""
+    """Volcano `networkTopology`. hard: the gang is placed inside one HyperNode of tier <=
+    highestTierAllowed, or not at all (tier 0 admits none); soft: the lowest tier that fits, else
+    anywhere. Honoured under the network-topology-aware plugin, as Volcano does; ignored (with a
+    warning) without it."""
 
     mode: Literal["hard", "soft"] = "hard"
     highest_tier_allowed: int = Field(default=1, ge=0)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..spec import Scenario
 from ..spec.checks import check_fit
-from ..spec.model import Job, Task
+from ..spec.model import Job, NetworkTopology, Task
 from ..spec.quantity import parse_duration
 from .synthetic import check_names, draw, job_names, quantities
 
@@ -30,7 +30,9 @@ class JobTable:
     object arrays; ``submit``, ``work`` (seconds at speed 1), ``checkpoint`` (inf = none),
     ``restart_cost``, ``grace`` float; ``uses_speed`` (`work`, not `duration`), ``preemptible``
     bool; ``min_available`` int (-1 = unset); ``shape`` int into ``shapes`` (tuples of Tasks);
-    ``spec`` int, the job's index in ``scenario.jobs`` (-1: made by a generator)."""
+    ``spec`` int, the job's index in ``scenario.jobs`` (-1: made by a generator);
+    ``topology_tier`` int, networkTopology's highestTierAllowed (-1 = none), ``topology_hard``
+    bool, its mode is hard."""
 
     name: np.ndarray
     namespace: np.ndarray
@@ -47,15 +49,18 @@ class JobTable:
     shape: np.ndarray
     shapes: tuple[tuple[Task, ...], ...]
     spec: np.ndarray
+    topology_tier: np.ndarray
+    topology_hard: np.ndarray
 
     def __len__(self) -> int:
         return len(self.name)
 
 
 _COLUMNS = ("name", "namespace", "queue", "priority_class", "submit", "work", "uses_speed", "checkpoint",
-            "restart_cost", "grace", "preemptible", "min_available", "shape", "spec")
+            "restart_cost", "grace", "preemptible", "min_available", "shape", "spec", "topology_tier",
+            "topology_hard")
 _DTYPES = (object, object, object, object, float, float, bool, float, float, float, bool, np.int64, np.int64,
-           np.int64)
+           np.int64, np.int64, bool)
 
 
 def _task_key(task: Task) -> tuple:
@@ -87,8 +92,14 @@ def _explicit(jobs: list[Job], shapes: dict) -> list[tuple]:
                      _seconds(checkpoint) if checkpoint else math.inf,
                      restart if type(restart) is float else _seconds(restart),
                      grace if type(grace) is float else _seconds(grace), job.preemptible,
-                     -1 if job.min_available is None else job.min_available, shape[0], i))
+                     -1 if job.min_available is None else job.min_available, shape[0], i,
+                     *_topology(job.network_topology)))
     return rows
+
+
+def _topology(spec: NetworkTopology | None) -> tuple[int, bool]:
+    """(highestTierAllowed, hard) of a networkTopology; (-1, False) without one."""
+    return (-1, False) if spec is None else (spec.highest_tier_allowed, spec.mode == "hard")
 
 
 def _generated(scenario: Scenario, index: int, shapes: dict) -> dict[str, np.ndarray]:
@@ -107,7 +118,8 @@ def _generated(scenario: Scenario, index: int, shapes: dict) -> dict[str, np.nda
         check_fit(f"workloads[{index}].gpus", task.resources, None, scenario.cluster.pools)
         ids.append(shapes.setdefault(("generated", _task_key(task)), (len(shapes), (task,)))[0])
     checkpoint = parse_duration(load.checkpoint_interval) if load.checkpoint_interval is not None else math.inf
-    constant = {"namespace": load.namespace, "queue": load.queue, "priority_class": load.priority_class_name,
+    tier, hard = _topology(load.network_topology)
+    constant = {"topology_tier": tier, "topology_hard": hard,"namespace": load.namespace, "queue": load.queue, "priority_class": load.priority_class_name,
                 "uses_speed": False, "checkpoint": checkpoint, "restart_cost": parse_duration(load.restart_cost),
                 "grace": parse_duration(load.grace_period), "preemptible": load.preemptible, "min_available": -1,
                 "spec": -1}
@@ -138,8 +150,8 @@ def job_table(scenario: Scenario) -> JobTable:
     return JobTable(**columns, shapes=tuple(tasks for _, tasks in by_id))
 
 
-UNTABLED = frozenset(("network_topology", "status", "time_limit", "partition", "qos", "user"))
-"""The fields of a Job its table row does not hold (Slurm's, the snapshot, the topology)."""
+UNTABLED = frozenset(("status", "time_limit", "partition", "qos", "user"))
+"""The fields of a Job its table row does not hold (Slurm's, the snapshot)."""
 
 
 def table_key(scenario: Scenario, table: JobTable) -> str:

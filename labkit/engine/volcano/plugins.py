@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from labkit.engine.framework import ABSTAIN, PERMIT, REJECT, JobInfo, NodeInfo, QueueInfo, Session, TaskInfo
+from labkit.engine.hypernodes import NONE
 from labkit.engine.problem import (
     ALLOCATED_STATUSES,
     BALANCED_CHANGE_SINCE,
@@ -890,10 +891,172 @@ class Sla:
         ssn.add_fn("jobPipelined", entry, permit)
 
 
+class NetworkTopologyAware:
+    """network-topology-aware (plugins/network-topology-aware): for a job with networkTopology,
+    the HyperNodes allocate may place its gang in, lowest tier first (``hyperNodeGradient``), a
+    score for each (``hyperNodeOrder``: how full the HyperNode is with the job on it), and a node
+    score preferring nodes whose HyperNode is close to where the job already is; for other pods,
+    a node score binpacking HyperNodes, tier by tier (``hypernode.binpack.normal-pod``).
+
+    HyperNode room is kept as the plugin keeps it: allocatable, idle and future idle summed at
+    session open, used moved by the Allocate/Deallocate events."""
+
+    def on_session_open(self, ssn: Session, entry) -> None:
+        hn = ssn.hypernodes
+        self.hn = hn
+        self.weight = _arg(entry, Arg.TOPOLOGY_WEIGHT, 1.0)
+        self.normal_pods = bool(_arg(entry, Arg.TOPOLOGY_NORMAL_POD_ENABLE, 1.0))
+        self.fading = _arg(entry, Arg.TOPOLOGY_NORMAL_POD_FADING, 0.8)
+        self.weights = entry.resource_weights
+        self.scored = np.flatnonzero(~np.isnan(self.weights))
+        self.min_tier, self.max_tier = hn.tiers[0], hn.tiers[-1]
+        zero = np.zeros(ssn.problem.n_resources)
+        self.allocatable = [sum((ssn.nodes[n].allocatable for n in m), zero) for m in hn.members]
+        self.used = [sum((ssn.nodes[n].used for n in m), zero) for m in hn.members]
+        self.idle = [sum((ssn.nodes[n].idle for n in m), zero) for m in hn.members]
+        self.future_idle = [sum((ssn.nodes[n].future_idle() for n in m), zero) for m in hn.members]
+        self.ssn = ssn
+
+        def change(task: TaskInfo, sign: float) -> None:
+            for h in hn.holding(task.node):
+                self.used[h] = self.used[h] + sign * task.request
+
+        ssn.add_fn("hyperNodeOrder", entry, self.hyper_node_order)
+        ssn.add_fn("batchNodeOrder", entry, self.batch_node_order)
+        ssn.add_fn("hyperNodeGradient", entry, self.gradient)
+        ssn.add_event_handler(lambda t: change(t, 1.0), lambda t: change(t, -1.0))
+
+    # -- hyperNodeGradient ------------------------------------------------------------------
+    def gradient(self, job: JobInfo, hyper_node: int) -> list[list[int]]:
+        """hyperNodeGradientFn: breadth first from the search root (``hyper_node``, narrowed to the
+        highest allowed ancestor of the job's AllocatedHyperNode), the HyperNodes of tier <=
+        highestTierAllowed where the job's minResources fit the idle or future idle room (every
+        such HyperNode once the job has pods placed), grouped by tier, lowest first. A job whose
+        AllocatedHyperNode lies outside ``hyper_node`` or above its tier limit gets none.
+        Volcano walks a HyperNode's children in Go map order; we take them by index."""
+        hn, highest, allocated = self.hn, job.topology_tier, job.allocated_hyper_node
+        root = hyper_node
+        if allocated != NONE:
+            allowed = NONE
+            for a in hn.ancestors(allocated):
+                if hn.tier[a] > highest:
+                    break
+                allowed = a
+            if allowed == NONE:
+                return []
+            lca = hn.lca(hyper_node, allowed)
+            if lca == allowed:
+                root = hyper_node
+            elif lca == hyper_node:
+                root = allowed
+            else:
+                return []
+        need = job.min_resources if job.min_resources is not None else 0 * self.idle[0]
+        by_tier: dict[int, list[int]] = {}
+        queue = [root]
+        for h in queue:
+            if hn.tier[h] <= highest and (allocated != NONE or less_equal(need, self.idle[h])
+                                          or less_equal(need, self.future_idle[h])):
+                by_tier.setdefault(hn.tier[h], []).append(h)
+            queue.extend(sorted(hn.children[h]))
+        return [by_tier[t] for t in sorted(by_tier)]
+
+    # -- hyperNodeOrder ---------------------------------------------------------------------
+    def hyper_node_order(self, job: JobInfo, candidates: list[int]) -> list[float]:
+        """HyperNodeOrderFn: each HyperNode's binpacking score with all the job's pods on it
+        (0 if one resource would overflow); when several share the best score, plus the share
+        of the job's pods already inside each of them; times 100 x weight."""
+        request = sum((t.request for t in job.tasks), 0 * self.idle[0])
+        scores = [self._binpack(request, h) for h in candidates]
+        best = max(scores, default=0.0)
+        if sum(score == best for score in scores) > 1:
+            scores = [score + (self._task_share(job, h) if score == best else 0.0)
+                      for score, h in zip(scores, candidates)]
+        return [self._scale(score) for score in scores]
+
+    def _binpack(self, request: np.ndarray, h: int) -> float:
+        """(used + request) / allocatable averaged over the weighted resources requested."""
+        total, weights = 0.0, 0.0
+        for r in self.scored:
+            if request[r] <= 0:
+                continue
+            used, capacity, w = self.used[h][r], self.allocatable[h][r], self.weights[r]
+            if used + request[r] > capacity:
+                return 0.0
+            total += w * (used + request[r]) / capacity
+            weights += w
+        return total / weights if weights > 0 else 0.0
+
+    def _task_share(self, job: JobInfo, h: int) -> float:
+        """scoreWithTaskNum: the share of the job's pods placed on nodes of HyperNode ``h``."""
+        if h == NONE or not job.tasks:
+            return 0.0
+        members = set(self.hn.members[h])
+        return sum(t.node in members for t in job.tasks) / len(job.tasks)
+
+    def _scale(self, score: float) -> float:
+        return 100.0 * self.weight * score
+
+    # -- nodeOrder --------------------------------------------------------------------------
+    def batch_node_order(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        job = self.ssn.jobs[task.job]
+        if job.topology_tier >= 0:
+            scores = self._network_aware(task, job, nodes)
+        elif self.normal_pods:
+            scores = [self._normal_pod(task, node) for node in nodes]
+        else:
+            scores = [0.0] * len(nodes)
+        return [self._scale(score) for score in scores]
+
+    def _network_aware(self, task: TaskInfo, job: JobInfo, nodes: list[NodeInfo]) -> list[float]:
+        """batchNodeOrderFnForNetworkAwarePods: by the tier of the lowest common HyperNode of the
+        node's and the job's (1 inside it, 0 at the cluster top); nodes sharing the best score get
+        the share of the job's pods already in their HyperNode added."""
+        allocated = task.job_allocated_hyper_node
+        if allocated == NONE:
+            return [0.0] * len(nodes)
+        hn = self.hn
+        scores = [self._tier_score(hn.of_node(n.index), allocated) for n in nodes]
+        best = max(scores, default=0.0)
+        if sum(score == best for score in scores) > 1:
+            scores = [score + (self._task_share(job, hn.of_node(n.index)) if score == best else 0.0)
+                      for score, n in zip(scores, nodes)]
+        return scores
+
+    def _tier_score(self, h: int, allocated: int) -> float:
+        """networkTopologyAwareScore: (maxTier - LCA tier) / (maxTier - minTier)."""
+        if h == NONE or allocated == NONE:
+            return 0.0
+        if h == allocated:
+            return 1.0
+        lca = self.hn.lca(h, allocated)
+        if lca == NONE:
+            return 0.0
+        if self.min_tier == self.max_tier:
+            return 1.0
+        tier = self.hn.tier[lca]
+        if self.min_tier <= tier <= self.max_tier:
+            return (self.max_tier - tier) / (self.max_tier - self.min_tier)
+        return 0.0
+
+    def _normal_pod(self, task: TaskInfo, node: NodeInfo) -> float:
+        """batchNodeOrderFnForNormalPods: per tier the binpacking score of the node's HyperNode
+        with this pod in it (1 where no HyperNode of that tier holds the node), weighted by
+        fading^(tier - 1)."""
+        holding = {self.hn.tier[h]: h for h in self.hn.holding(node.index)}
+        total, weights = 0.0, 0.0
+        for tier in range(self.min_tier, self.max_tier + 1):
+            w = self.fading ** (tier - 1)
+            h = holding.get(tier)
+            total += w * (1.0 if h is None else self._binpack(task.request, h))
+            weights += w
+        return total / weights if weights > 0 else 0.0
+
+
 PLUGINS = {
     Plugin.PRIORITY: Priority, Plugin.GANG: Gang, Plugin.DRF: Drf, Plugin.PROPORTION: Proportion,
     Plugin.CAPACITY: Capacity, Plugin.BINPACK: Binpack, Plugin.NODEORDER: NodeOrder,
     Plugin.PREDICATES: Predicates, Plugin.CONFORMANCE: Conformance, Plugin.OVERCOMMIT: Overcommit,
-    Plugin.SLA: Sla,
+    Plugin.SLA: Sla, Plugin.NETWORK_TOPOLOGY_AWARE: NetworkTopologyAware,
 }
 """Plugin builders by kind (framework.RegisterPluginBuilder)."""

@@ -19,6 +19,7 @@ take snapshot order (lowest node / task / job index first).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 from labkit.engine.compile import FamilyRules
@@ -45,7 +46,7 @@ from labkit.engine.problem import (
 )
 from labkit.engine.volcano.actions import ACTIONS
 from labkit.engine.volcano.plugins import PLUGINS
-from labkit.errors import SpecError
+from labkit.errors import LabkitWarning, SpecError
 from labkit.spec import Scenario, conf_of, scheduler_of
 
 # --------------------------------------------------------------------------------------------
@@ -143,6 +144,8 @@ def volcano_policy(scenario: Scenario, resources: list[str]) -> Policy:
             entries.append({"name": plugin.name, "enabled": enabled, "arguments": dict(plugin.arguments)})
         tiers.append(entries)
     policy = policy_from_conf(conf.action_list(), tiers, resources)
+    _topology_notes(scenario, any(e["name"] == "network-topology-aware" and "hyperNodeGradient" in e["enabled"]
+                                  for tier in tiers for e in tier))
     return replace(policy, strict_fifo=sched.queueing_strategy == "StrictFIFO")
 
 
@@ -153,6 +156,33 @@ def node_events_need(policy: Policy) -> str | None:
         if kind == Plugin.PREDICATES and policy.plugin_enabled[p, Ext.PREDICATE]:
             return None
     return "they need the predicates plugin in the scheduler conf (it keeps pods off unschedulable nodes)"
+
+
+def _topology_notes(scenario: Scenario, gradient: bool) -> None:
+    """Warn once where a job's networkTopology does not do what it says: without the
+    network-topology-aware plugin (its hyperNodeGradient) Volcano places the job as any other;
+    without cluster.topology there is no HyperNode but the cluster-top one; a hard limit of tier 0
+    admits no HyperNode at all (every HyperNode has tier >= 1)."""
+    specs = [(f"jobs[{i}]", job.network_topology) for i, job in enumerate(scenario.jobs)]
+    specs += [(f"workloads[{i}]", load.network_topology) for i, load in enumerate(scenario.workloads)]
+    specs = [(where, nt) for where, nt in specs if nt is not None]
+    if not specs:
+        return
+    first = specs[0][0] + ".networkTopology" + (f" (and {len(specs) - 1} more)" if len(specs) > 1 else "")
+    if not gradient:
+        note = (f"{first} is ignored, as Volcano ignores it: the scheduler conf has no network-topology-aware "
+                "plugin with hyperNodeGradient on, so such jobs are placed like any other (but, as in "
+                "Volcano, never preempt)")
+    elif scenario.cluster.topology is None:
+        note = (f"{first}: cluster.topology is unset, so the only HyperNode is the cluster-top one holding "
+                "every node and networkTopology confines nothing")
+    else:
+        zero = [where for where, nt in specs if nt.mode == "hard" and nt.highest_tier_allowed == 0]
+        if not zero:
+            return
+        note = (f"{zero[0]}.networkTopology.highestTierAllowed is 0 in hard mode: no HyperNode has a tier "
+                "below 1, so Volcano never places the job")
+    warnings.warn(LabkitWarning(note), stacklevel=3)
 
 
 VOLCANO = FamilyRules(policy=volcano_policy, node_events=node_events_need)

@@ -11,6 +11,7 @@ from labkit.engine.framework import (
     TaskInfo,
     fits,
 )
+from labkit.engine.hypernodes import NONE
 from labkit.engine.problem import (
     Action,
     PodGroupPhase,
@@ -57,7 +58,12 @@ def allocate(ssn: Session) -> None:
             continue
         job = jobs.pop()
         tasks = worksheets[job.index]
-        stmt = _allocate_tasks(ssn, job, tasks)
+        gradients = ssn.hyper_node_gradient(job, ssn.hypernodes.root) if job.topology_tier >= 0 else None
+        if gradients is None:
+            stmt = _allocate_tasks(ssn, job, tasks)
+        else:
+            stmt, tasks = _allocate_for_job(ssn, job, tasks, gradients)
+            worksheets[job.index] = tasks
         if stmt is not None and ssn.job_ready(job):
             stmt.commit()
             if len(tasks):
@@ -67,12 +73,54 @@ def allocate(ssn: Session) -> None:
         queues.push(queue)
 
 
-def _allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue) -> Statement | None:
-    """allocateResourcesForTasks: try tasks until the job is ready; keep the statement if the
-    job ends ready or pipelined, else discard it."""
+def _allocate_for_job(ssn: Session, job: JobInfo, tasks: PriorityQueue,
+                      gradients: list[list[int]]) -> tuple[Statement | None, PriorityQueue]:
+    """allocateForJob for a job with networkTopology (hard, or soft made hard up to the cluster
+    top): gradient by gradient (lowest tier first), the gang is tried inside each HyperNode on a
+    copy of its worksheet and undone; the first gradient with a HyperNode where the job ends ready
+    or pipelined wins, the best-scored such HyperNode (hyperNodeOrder; the first on a tie, where
+    Volcano picks at random) gets the placements again, and the job's worksheet becomes what
+    that try left. No HyperNode: nothing placed, the worksheet unchanged.
+
+    allocateForSubJob runs the same search again inside each HyperNode for the job's one
+    subJob; every HyperNode below the one tried failed in an earlier gradient, so it settles on
+    the HyperNode itself, scored alone: it is not repeated here."""
+    hn = ssn.hypernodes
+    for gradient in gradients:
+        solutions = []
+        for h in gradient:
+            job.fit_errors = {}
+            left = tasks.clone()
+            stmt = _allocate_tasks(ssn, job, left, [ssn.nodes[n] for n in hn.members[h]], h)
+            if stmt is None or not stmt.operations:
+                continue
+            if ssn.job_ready(job) or ssn.job_pipelined(job):
+                solutions.append((h, [(op, task, task.node, why) for op, task, why in stmt.operations], left))
+            stmt.discard()
+        if not solutions:
+            continue
+        scores = [ssn.hyper_node_score(job, [h])[0] for h, _, _ in solutions]
+        h, operations, left = solutions[scores.index(max(scores))]
+        stmt = Statement(ssn, "allocate")
+        for op, task, node, why in operations:
+            (stmt.allocate if op == "allocate" else stmt.pipeline)(task, ssn.nodes[node], why)
+        job.allocated_hyper_node = hn.lca(job.allocated_hyper_node, h)
+        return stmt, left
+    return None, tasks
+
+
+def _allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue, nodes: list[NodeInfo] | None = None,
+                    hyper_node: int = NONE) -> Statement | None:
+    """allocateResourcesForTasks on ``nodes`` (every node by default; the members of
+    ``hyper_node`` for a job with networkTopology): try tasks until the job is ready; keep the
+    statement if the job ends ready or pipelined, else discard it. A failed pod's fit errors
+    name the HyperNode; with networkTopology each pod is scored against the HyperNode the job
+    holds so far (JobAllocatedHyperNode)."""
     queue = ssn.queues[job.queue]
     stmt = Statement(ssn, "allocate")
     scan = NodeScan(ssn)
+    nodes = ssn.nodes if nodes is None else nodes
+    allocated = job.allocated_hyper_node
     while not tasks.empty():
         task = tasks.pop()
         ssn.attempt("allocate", task)
@@ -81,17 +129,22 @@ def _allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue) -> Stateme
         if job.task_has_fit_errors(task):
             job.record_fit_error(task)
             continue
-        nodes, failures = scan.feasible(task, ssn.nodes, lambda t, n: allocate_predicate(ssn, t, n))
-        if not nodes:
+        feasible, failures = scan.feasible(task, nodes, lambda t, n: allocate_predicate(ssn, t, n))
+        if not feasible:
             job.record_fit_error(task, {n for n, why in failures.items() if why.startswith("unresolvable")})
+            job.fit_hyper_node = hyper_node if hyper_node != ssn.hypernodes.root else NONE
             if job.need_continue_allocating():
                 continue
             break
-        node = _prioritize_nodes(ssn, task, nodes)
+        if job.topology_tier >= 0:
+            task.job_allocated_hyper_node = allocated
+        node = _prioritize_nodes(ssn, task, feasible)
         if fits(task.request, node.idle):
             stmt.allocate(task, node, reason(task, f"fits Idle on {node.name}"))
         else:
             stmt.pipeline(task, node, reason(task, f"fits FutureIdle on {node.name}"))
+        if job.topology_tier >= 0:
+            allocated = ssn.hypernodes.lca(ssn.hypernodes.of_node(node.index), allocated)
         if ssn.job_ready(job):
             break
     if ssn.job_ready(job) or ssn.job_pipelined(job):

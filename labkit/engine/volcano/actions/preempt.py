@@ -23,12 +23,13 @@ def preempt(ssn: Session) -> None:
     tasks while it is starving and evicts lower-ranked running tasks of *other jobs in the same
     queue* (see :func:`_preempt_task`). The job's statement is committed if the job is then
     pipelined, else discarded. Then, within each of those jobs, pending tasks may evict
-    lower-priority running tasks of the same job."""
+    lower-priority running tasks of the same job. A job with networkTopology never preempts
+    (v1.15.1 skips it: "jobs containing networkTopology do not support preemption", issue 4374)."""
     preemptors: dict[int, PriorityQueue] = {}
     pending: dict[int, PriorityQueue] = {}
     starving: dict[int, list[JobInfo]] = {}
     for job in ssn.jobs:
-        if job.is_pending() or ssn.job_valid(job) or not ssn.job_starving(job):
+        if job.is_pending() or ssn.job_valid(job) or not ssn.job_starving(job) or job.topology_tier >= 0:
             continue
         preemptors.setdefault(job.queue, PriorityQueue(ssn.job_order)).push(job)
         starving.setdefault(job.queue, []).append(job)
