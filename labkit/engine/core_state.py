@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import hashlib
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -96,9 +97,13 @@ class _LockedFiles(caching.IndexDataCacheFile):
 
     @contextmanager
     def _locked(self, how: int):
-        with open(Path(self._cache_path) / "labkit-core.lock", "a") as lock:
+        # read-only: a lock file another user created is still usable where its folder is shared
+        lock = os.open(Path(self._cache_path) / "labkit-core.lock", os.O_RDONLY | os.O_CREAT, 0o666)
+        try:
             fcntl.flock(lock, how)
             yield
+        finally:
+            os.close(lock)
 
 
 class _CoreCache(caching.FunctionCache):
