@@ -161,5 +161,5 @@ def test_a_graded_run_starts_no_slurm(monkeypatch):
     monkeypatch.setattr(slurm_cluster, "require_slurm", lambda: pytest.fail("require_slurm was called"))
     namespace, lines = _run_real_cells()
     assert namespace["real"] is None
-    assert lines == ["跳过真实 Slurm：评分运行不启动本机守护进程（真实运行要一分多钟，超过单元格的时限）",
+    assert lines == ["跳过真实 Slurm：评分运行不启动本机守护进程（真实运行要近一分钟，与评分单元格的时限相当）",
                      "没有真实运行可比较：见上一单元的原因"]

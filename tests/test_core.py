@@ -3,6 +3,8 @@ and the same event sequence, on random scenarios and on the shipped presets."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,7 @@ from scenarios import engine_scenarios, kube_scenarios, scenarios
 import labkit
 from labkit import spec
 from labkit.course import cases
-from labkit.engine import core, families
+from labkit.engine import core, core_clock, families
 from labkit.engine.records import result_of
 from labkit.engine.simulate import with_policy
 from labkit.engine.volcano.reference import run_session
@@ -290,3 +292,34 @@ def test_a_run_past_the_event_cap_stops_with_a_one_line_error(monkeypatch):
     monkeypatch.setattr(core, "MAX_EVENTS", 2_000)
     with pytest.raises(LabkitError, match="give the scenario a horizon"):
         labkit.simulate(labkit.preset("case-study"), engine="numba")
+
+
+def test_two_processes_saving_one_core_function_keep_each_signatures_code(tmp_path):
+    """Two test workers compiling one core function for two signatures on a cold cache: the first has
+    read the index and not yet written it when the second writes its entry, and the second writes its
+    data last. Unlocked, both take data file 1 and the first's index entry loads the second's code."""
+    files = type(core_clock.run._cache._cache_file)
+
+    class Paused(files):
+        def __init__(self, after_index_read: float = 0.0, before_data: float = 0.0):
+            super().__init__(cache_path=str(tmp_path), filename_base="run-1.py311", source_stamp="stamp")
+            self.after_index_read, self.before_data = after_index_read, before_data
+
+        def _load_index(self):
+            overloads = super()._load_index()
+            time.sleep(self.after_index_read)
+            return overloads
+
+        def _save_data(self, name, data):
+            time.sleep(self.before_data)
+            super()._save_data(name, data)
+
+    first = threading.Thread(target=Paused(after_index_read=0.4).save, args=("sig-a", "code of a"))
+    second = threading.Thread(target=Paused(before_data=0.8).save, args=("sig-b", "code of b"))
+    first.start()
+    time.sleep(0.1)
+    second.start()
+    first.join()
+    second.join()
+    fresh = Paused()
+    assert (fresh.load("sig-a"), fresh.load("sig-b")) == ("code of a", "code of b")

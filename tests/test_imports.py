@@ -6,6 +6,7 @@ cycle from Python, not from a reader."""
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from functools import cache
 from pathlib import Path
@@ -232,5 +233,23 @@ def test_every_jitted_module_is_in_the_core_stamp():
 
     engine = Path(labkit.__file__).parent / "engine"
     jitted = {path.resolve() for path in engine.rglob("*.py")
-              if re.search(r"^@(jit|inlined)\b|njit\(", path.read_text(encoding="utf-8"), re.MULTILINE)}
+              if re.search(r"^@(jit|inlined|entry)\b|njit\(", path.read_text(encoding="utf-8"), re.MULTILINE)}
     assert jitted and jitted <= set(core_state.CORE_FILES)
+
+
+def test_every_cached_core_function_reads_and_writes_its_cache_under_the_lock():
+    """A function of the core jitted with numba's own cache (`njit(cache=True)`) would write its index
+    unlocked, racing another process that compiles it at the same time (see test_core's cache test)."""
+    from numba.core.dispatcher import Dispatcher
+
+    from labkit.engine import core_state
+
+    engine = Path(labkit.__file__).resolve().parent / "engine"
+    unlocked = []
+    for path in core_state.CORE_FILES:
+        module = importlib.import_module("labkit." + ".".join(path.relative_to(engine.parent).with_suffix("").parts))
+        for name, value in vars(module).items():
+            if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__ and \
+                    not isinstance(value._cache, core_state._CoreCache):
+                unlocked.append(f"{module.__name__}.{name}")
+    assert not unlocked, unlocked

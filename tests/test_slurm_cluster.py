@@ -86,3 +86,11 @@ def test_up_refuses_nodes_with_a_scenario_and_qos(tmp_path, capsys):
     _one_line(capsys, ["slurm", "up", str(ROOT / "examples" / "slurm-backfill.yaml"), "--nodes", "2",
                        "--state-dir", str(tmp_path)], "give --nodes or a scenario")
     _one_line(capsys, ["slurm", "up", "--nodes", "0", "--state-dir", str(tmp_path)], "--nodes must be >= 1")
+
+
+def test_run_refuses_an_unknown_stop_condition(tmp_path):
+    from labkit.slurm import run
+
+    scenario, conf = slurm_scenario(labkit.load(ROOT / "examples" / "slurm-backfill.yaml"))
+    with pytest.raises(LabkitError, match="^until: must be 'finished' or 'started', got 'ended'$"):
+        run(scenario, conf, Cluster(tmp_path), until="ended")

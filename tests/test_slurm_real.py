@@ -2,8 +2,8 @@
 and against the simulator (`labkit compare`).
 
 Marked `slurm`; skipped, saying why, when Slurm or root is missing. The three runs (backfill,
-builtin, partition preemption) go in parallel, each on its own cluster (state dir and ports), at
-time scale 1: the example time limits are whole minutes, Slurm's unit, so nothing is rounded. The
+stopped once every job has started; builtin; partition preemption) go in parallel, each on its own
+cluster (state dir and ports), at time scale 1: the example time limits are whole minutes, Slurm's unit, so nothing is rounded. The
 module's clusters are stopped at the end, even when a test fails.
 """
 
@@ -66,7 +66,8 @@ def real(tmp_path_factory):
             up(*_scenario(case), cluster)
         with ThreadPoolExecutor(len(CASES)) as pool:
             futures = {case: pool.submit(_run_cli, case, cluster) if case == "builtin"
-                       else pool.submit(run, *_scenario(case), cluster, 1.0, TIMEOUT)
+                       else pool.submit(run, *_scenario(case), cluster, 1.0, TIMEOUT,
+                                        until="started" if case == "backfill" else "finished")
                        for case, cluster in clusters.items()}
             runs = {case: future.exception() or future.result() for case, future in futures.items()}
         yield runs
@@ -133,6 +134,7 @@ def test_backfill_starts_c_at_once_and_d_after_b(real):
     assert ("default/b", "Resources") in set(zip(pending.job, pending.reason))
     assert ("default/d", "Priority") in set(zip(pending.job, pending.reason))
     assert jobs.priority.to_dict() == {"a": 1421, "b": 1562, "d": 1140, "c": 1140}
+    assert jobs.state["d"] == "Running" and jobs.state["b"] == "Completed"  # until="started": stopped once D started
 
 
 def test_builtin_keeps_c_waiting_behind_b(real):

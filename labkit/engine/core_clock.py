@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from .core_account import (
     contribute,
@@ -80,6 +79,7 @@ from .core_state import (
     RELEASING,
     RUNNING,
     SUCCEEDED,
+    entry,
     inlined,
     jit,
     state_free,
@@ -769,7 +769,7 @@ def session(s, now):
     session_at(s, now, session_once(s, now))
 
 
-@njit(cache=True)
+@entry
 def run(fields, budget):
     """The run of a compiled scenario (:func:`clock_loop`, Volcano's sessions), at most ``budget``
     steps of it; True when it is over."""

@@ -11,8 +11,11 @@ points) as plain ints, which numba folds into constants.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
+import os
+from contextlib import contextmanager
 from pathlib import Path
 
 from llvmlite import ir
@@ -76,12 +79,62 @@ _LOCATORS = [type(f"Core{base.__name__}", (_CoreSources, base), {}) for base in 
     caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator)]
 caching.CacheImpl._locator_classes[:0] = [c for c in _LOCATORS if c not in caching.CacheImpl._locator_classes]
 
-jit = njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+class _LockedFiles(caching.IndexDataCacheFile):
+    """A core function's cache index and data files, written and read under a lock on their folder.
+    numba names a new entry's data file after the index it read, so two processes compiling one
+    function for two signatures at once (test workers on a cold cache) could take the same name and
+    leave an index entry that loads the other signature's code (numba issue 10128)."""
+
+    def save(self, key, data):
+        with self._locked(fcntl.LOCK_EX):
+            super().save(key, data)
+
+    def load(self, key):
+        if not Path(self._cache_path).is_dir():
+            return None
+        with self._locked(fcntl.LOCK_SH):
+            return super().load(key)
+
+    @contextmanager
+    def _locked(self, how: int):
+        # read-only: a lock file another user created is still usable where its folder is shared
+        lock = os.open(Path(self._cache_path) / "labkit-core.lock", os.O_RDONLY | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(lock, how)
+            yield
+        finally:
+            os.close(lock)
+
+
+class _CoreCache(caching.FunctionCache):
+    """numba's cache of one core function, its files read and written under the folder's lock."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = _LockedFiles(self._cache_path, self._impl.filename_base, self._impl.locator.get_source_stamp())
+
+
+def _cached(**options):
+    """``njit(cache=True, **options)`` with the core's locked cache in place of numba's."""
+
+    def decorate(py_func):
+        dispatcher = njit(**options)(py_func)
+        dispatcher._cache = _CoreCache(py_func)
+        return dispatcher
+
+    return decorate
+
+
+jit = _cached(no_cpython_wrapper=True, no_cfunc_wrapper=True)
 """The core's functions: compiled once and cached, called only from jitted code (no wrappers)."""
 
-inlined = njit(cache=True, inline="always", no_cpython_wrapper=True, no_cfunc_wrapper=True)
+inlined = _cached(inline="always", no_cpython_wrapper=True, no_cfunc_wrapper=True)
 """For the few large functions between the entry point and the actions: inlined into their one
 caller, so LLVM does not optimise everything they call once more for each of them."""
+
+entry = _cached()
+"""A family's entry point, called from Python with the state's fields."""
 
 # -------------------------------------------------------------------------------- codes
 

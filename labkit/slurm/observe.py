@@ -116,8 +116,9 @@ class Recorder:
         track.submit, track.state = now, "REJECTED"
         self._event(track, now, "Rejected", "", "sbatch", message)
 
-    def finished(self) -> bool:
-        return all(t.state in FINAL_STATES or t.state == "REJECTED" for t in self.tracks)
+    def finished(self, started: bool = False) -> bool:
+        """Whether every job is done (`started`: has started or is done)."""
+        return all(t.state in FINAL_STATES or t.state == "REJECTED" or (started and t.runs) for t in self.tracks)
 
     def ids(self, unfinished: bool = False) -> list[int]:
         return [t.job_id for t in self.tracks if t.job_id is not None
@@ -234,13 +235,16 @@ def settle(cluster: Cluster, ids: list[int], timeout: float) -> None:
 
 
 def run(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float = 1.0, timeout: float = 3600,
-        progress: Callable[[str], None] | None = None) -> Result:
+        progress: Callable[[str], None] | None = None, until: str = "finished") -> Result:
     """Run the (expanded) scenario on the state dir's running Slurm; restarts it if its slurm.conf differs.
 
-    Stops when every job is done, at the scenario's horizon, or after `timeout` real seconds; then
-    cancels what is left. The Result is what had happened by then. `progress` gets one line per event
-    as it is seen (and the line of a restart).
+    Stops when every job is done (`until="started"`: once every job has started, enough for the starts
+    `labkit compare` reads; evictions and ends after that are not seen), at the scenario's horizon, or
+    after `timeout` real seconds; then cancels what is left. The Result is what had happened by then. `progress` gets one line per event as it
+    is seen (and the line of a restart).
     """
+    if until not in ("finished", "started"):
+        raise LabkitError(f"until: must be 'finished' or 'started', got {until!r}")
     require_slurm()
     if not cluster.running():
         raise LabkitError(f"the local Slurm is not running in {cluster.dir}: labkit slurm up --state-dir {cluster.dir}")
@@ -279,7 +283,7 @@ def run(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float
         recorder.feed(seen, parse.jobs(cluster.command("scontrol", "-o", "show", "job")))
         for line in recorder.news():
             tell(line)
-        if (not waiting and recorder.finished()) or now >= stop:
+        if (not waiting and recorder.finished(until == "started")) or now >= stop:
             break
         due = begin + jobs[waiting[0]].submit if waiting else math.inf
         time.sleep(max(0.0, min(due, now + POLL_SECONDS, stop) - time.time()))

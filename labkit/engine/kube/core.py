@@ -23,7 +23,6 @@ import math
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
 from ...spec.kube import MAX_NODE_SCORE
 from ..core import CoreFields, fresh, in_slices, record, run_grown
@@ -65,6 +64,7 @@ from ..core_state import (
     PODS,
     RELEASING,
     SUCCEEDED,
+    entry,
     jit,
     state_free,
     state_new,
@@ -924,7 +924,7 @@ def session(s, now):
     s.clock[4] = 0.0
 
 
-@njit(cache=True)
+@entry
 def run_core(fields, budget):
     """The run of a kube-scheduler scenario (Simulation.run: :func:`core_clock.clock_loop` with
     kube's events and sessions, stopping once :func:`core_clock.quiet`), at most ``budget`` steps of

@@ -23,7 +23,6 @@ import math
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
 from ...spec.kueue import local_queue
 from ...spec.quantity import parse_duration, parse_quantity
@@ -59,6 +58,7 @@ from ..core_state import (
     PH_PENDING,
     RELEASING,
     RUNNING,
+    entry,
     jit,
     state_free,
     state_new,
@@ -1361,7 +1361,7 @@ def session(s, now):
     session_at(s, now, session_once(s, now))
 
 
-@njit(cache=True)
+@entry
 def run_core(fields, budget):
     """The run of a Kueue scenario (Simulation.run under KueueSession): the Volcano clock
     (:func:`core_clock.clock_loop`: events in time order, sessions on the schedule-period grid one

@@ -22,7 +22,6 @@ from collections import namedtuple
 from types import SimpleNamespace
 
 import numpy as np
-from numba import njit
 
 from ..core import CoreFields, fresh, in_slices, record, run_grown
 from ..core_account import set_created, set_job_phase
@@ -66,6 +65,7 @@ from ..core_state import (
     PODS,
     RELEASING,
     RUNNING,
+    entry,
     jit,
     state_free,
     state_new,
@@ -1131,7 +1131,7 @@ def session(s, now):
         s.sl_dirty[:] = True
 
 
-@njit(cache=True)
+@entry
 def run_core(fields, budget):
     """The run of a Slurm scenario (Simulation.run: :func:`core_clock.clock_loop` with each action
     on its own clock, stopping once :func:`settled`), at most ``budget`` steps of it; True when it
