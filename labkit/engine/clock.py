@@ -13,7 +13,10 @@ Time follows a real Volcano cluster, one step at a time:
   something): a session on an unchanged snapshot decides nothing, so skipping it is exact;
 * a bound pod starts at the session time; a job runs once `minAvailable` of its pods run, and
   ends after its remaining work (divided by the slowest node speed when it gives `work`),
-  plus `restartCost` when it is a restart;
+  plus `restartCost` when it is a restart; a pod bound after that (an elastic job's surplus pod
+  that found no room at first) runs its whole duration from its own start, as on KWOK, and the
+  vcjob completes only when every pod has (Volcano's running state: Succeeded + Failed ==
+  replicas), so the job's other pods succeed and give their resources back meanwhile;
 * an evicted pod keeps its resources for its grace period (Releasing), then is deleted. If the
   eviction leaves the job below minAvailable, the job restarts (vcjob policy
   `PodEvicted -> RestartJob`): every pod is terminated, work since the last checkpoint is lost,
@@ -410,7 +413,9 @@ class Simulation:
                 heapq.heappush(self.heap, (float(self.rerun[t]), FINISH, j, int(self.version[j])))
 
     def _maybe_start(self, now: float, j: int) -> None:
-        """The job's work runs once minAvailable pods run (and its time limit counts from then)."""
+        """The job's work runs once minAvailable pods run (and its time limit counts from then). A pod
+        not running yet (an elastic job's surplus pod) runs its whole duration once bound, as on
+        KWOK, and the vcjob completes only when every pod has (Succeeded + Failed == replicas)."""
         if not math.isnan(self.run_start[j]) or self.suspended[j]:
             return
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
@@ -426,6 +431,8 @@ class Simulation:
         remaining = (self.c.job_work[j] - self.work_done[j]) / speed
         self.version[j] += 1
         heapq.heappush(self.heap, (now + setup + remaining, FINISH, j, int(self.version[j])))
+        later = ~running & np.isnan(self.rerun[lo:hi])
+        self.rerun[lo:hi][later] = math.inf  # each runs its whole duration once bound (KWOK)
         limit = self.p.job_time_limit[j] - self.limit_used[j]
         if setup + remaining > limit:
             heapq.heappush(self.heap, (now + limit, TIMEOUT, j, int(self.version[j])))

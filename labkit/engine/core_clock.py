@@ -336,7 +336,8 @@ def bind(s, now, t, n, msg, ref_task, ref_node):
 
 @jit
 def maybe_start(s, now, j):
-    """The job's work runs once minAvailable pods run; its completion is scheduled."""
+    """The job's work runs once minAvailable pods run; its completion is scheduled; a pod not yet
+    running will run its whole duration once bound (clock._maybe_start)."""
     if not math.isnan(s.run_start[j]):
         return
     running, speed = 0, math.inf
@@ -355,6 +356,9 @@ def maybe_start(s, now, j):
     remaining = (s.j_work[j] - s.work_done[j]) / speed
     s.version[j] += 1
     push_event(s, now + setup + remaining, FINISH, j, s.version[j])
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[t] != RUNNING and math.isnan(s.t_rerun[t]):
+            s.t_rerun[t] = math.inf  # a pod bound later runs its whole duration (clock._maybe_start)
     log(s, now, EV_STARTED, j, -1, -1, MSG_PODS_RUNNING, running, 0)
 
 
