@@ -127,6 +127,9 @@ class Simulation:
         self.trace = Trace()
         # kept between sessions for the other families (see the module docstring)
         self.nominated = np.full(n_tasks, -1, np.int64)
+        """A pod's nominatedNodeName, valid while ``nominated_in`` is the last session: set there by a
+        pipelining that nominates (kube: any; Volcano: one that evicted), kept by one that does not."""
+        self.nominated_in = np.full(n_tasks, -1, np.int64)
         self.waiting_since = np.full(n_tasks, np.nan)
         self.eligible = np.full(n_jobs, -np.inf)
         self.suspended = np.zeros(n_jobs, bool)
@@ -273,9 +276,12 @@ class Simulation:
                 self._preempt_job(now, int(self.p.task_job[t]), eviction)
             changed = True
         changed |= self._keep_waiting(now, tasks, decisions)
-        self.nominated[tasks] = -1
         for placement in decisions.pipelined:
-            self.nominated[tasks[placement.task]] = placement.node
+            t = int(tasks[placement.task])
+            if placement.nominate:
+                self.nominated[t], self.nominated_in[t] = placement.node, self.trace.sessions
+            elif self.nominated_in[t] == self.trace.sessions - 1:
+                self.nominated_in[t] = self.trace.sessions  # Volcano never sets nominatedNodeName to none
         for local, priority in decisions.priorities.items():
             if math.isnan(self.start_time[jobs[local]]):
                 self.priority[jobs[local]] = priority  # as it stood until the job started
@@ -312,7 +318,8 @@ class Simulation:
         args = self.p.policy.slurm
         if self.usage is not None and args is not None and args.slurmdbd and args.weight_fairshare:
             usage = self.usage(self.p, np.array(self.trace.runs, float).reshape(-1, 5), now)
-        return {"task_start": start, "task_nominated": self.nominated[tasks],
+        nominated = np.where(self.nominated_in[tasks] == self.trace.sessions, self.nominated[tasks], -1)
+        return {"task_start": start, "task_nominated": nominated,
                 "task_waiting_since": self.waiting_since[tasks], "job_eligible": self.eligible[jobs],
                 "job_suspended": self.suspended[jobs], "assoc_usage": usage}
 

@@ -612,6 +612,10 @@ def session_once(s, now):
         evict(s, now, s.evicts[k, 0], msg, s.evicts[k, 2], 0)
     for k in range(n_pipelined):
         t, n = s.pipelined[k], s.pipelined_on[k]
+        if s.pip_evicted[t]:
+            s.nominated[t], s.nominated_in[t] = n, s.ints[I_SESSIONS]
+        elif s.nominated_in[t] == s.ints[I_SESSIONS] - 1:
+            s.nominated_in[t] = s.ints[I_SESSIONS]  # Volcano never sets nominatedNodeName to none
         if s.pip_on[t] != n:
             s.pip_on[t] = n
             action = s.pip_action[t]
