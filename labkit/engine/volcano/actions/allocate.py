@@ -81,7 +81,9 @@ def _allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue) -> Stateme
         if job.task_has_fit_errors(task):
             job.record_fit_error(task)
             continue
-        nodes, failures = scan.feasible(task, ssn.nodes, lambda t, n: allocate_predicate(ssn, t, n))
+        nodes, failures = _nominated(ssn, scan, task)
+        if not nodes:
+            nodes, failures = scan.feasible(task, ssn.nodes, lambda t, n: allocate_predicate(ssn, t, n))
         if not nodes:
             job.record_fit_error(task, {n for n, why in failures.items() if why.startswith("unresolvable")})
             if job.need_continue_allocating():
@@ -98,6 +100,15 @@ def _allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue) -> Stateme
         return stmt
     stmt.discard()
     return None
+
+
+def _nominated(ssn: Session, scan: NodeScan, task: TaskInfo) -> tuple[list[NodeInfo], dict[int, str]]:
+    """allocate.go: a pod nominated to a node by an earlier preemption (nominatedNodeName) tries
+    that node first, alone, when its FutureIdle holds the request; ([], {}) otherwise."""
+    n = -1 if ssn.nominated is None else int(ssn.nominated[task.index])
+    if n < 0 or not fits(task.request, ssn.nodes[n].future_idle()):
+        return [], {}
+    return scan.feasible(task, [ssn.nodes[n]], lambda t, m: allocate_predicate(ssn, t, m))
 
 
 def _prioritize_nodes(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo:
