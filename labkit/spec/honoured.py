@@ -149,8 +149,8 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("jobs[].tasks[].elastic.", "min max", ALL),
     **_rows("jobs[].status.", "phase running", ALL),
     # workloads
-    **_rows("workloads[].", _JOB_RUN.replace("tasks minAvailable ", "").replace("work ", "")
-            + " arrival start end count gpus gpusPerPod gpuResource resources perGpu trace seed", ALL),
+    **_rows("workloads[].", "name namespace arrival start end count gpus gpusPerPod gpuResource resources perGpu "
+            "duration trace checkpointInterval restartCost gracePeriod preemptible seed", ALL),
     "workloads[].queue": _by(_JOB_QUEUE),
     "workloads[].priorityClassName": _by(_PRIORITY_CLASS),
     **_rows("workloads[].", "networkTopology networkTopology.mode networkTopology.highestTierAllowed",
