@@ -82,6 +82,8 @@ _PRIORITY_CLASS = {
     "slurm": W("Kubernetes PriorityClasses; Slurm orders jobs by its multifactor priority (partition, QOS, "
                "fair-share, age) and ignores them"),
 }
+_GANG = {"slurm": W("Volcano's gang minimum (minAvailable, elastic bounds); Slurm allocates all of a job's nodes "
+                    "(its replicas) at once and ignores it")}
 _NETWORK_TOPOLOGY = {
     "volcano": W("not simulated yet (issue 27): the gang is placed as if it had no networkTopology, where "
                  "Volcano would keep it inside one HyperNode of tier <= highestTierAllowed"),
@@ -138,15 +140,17 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("priorityClasses[].", "name value preemptionPolicy globalDefault description",
             _by(_PRIORITY_CLASS)),
     # jobs
-    **_rows("jobs[].", _JOB_RUN + " status", ALL),
+    **_rows("jobs[].", _JOB_RUN.replace(" minAvailable", "") + " status", ALL),
+    "jobs[].minAvailable": _by(_GANG),
     "jobs[].queue": _by(_JOB_QUEUE),
     "jobs[].priorityClassName": _by(_PRIORITY_CLASS),
     **_rows("jobs[].", "networkTopology networkTopology.mode networkTopology.highestTierAllowed",
             _by(_NETWORK_TOPOLOGY)),
     **_rows("jobs[].", "timeLimit partition qos user", _only("slurm", _NOT_SLURM)),
-    **_rows("jobs[].tasks[].", "name replicas minAvailable resources nodeSelector tolerations elastic", ALL),
+    **_rows("jobs[].tasks[].", "name replicas resources nodeSelector tolerations", ALL),
+    **_rows("jobs[].tasks[].", "minAvailable elastic", _by(_GANG)),
     **_rows("jobs[].tasks[].tolerations[].", "key operator value effect", ALL),
-    **_rows("jobs[].tasks[].elastic.", "min max", ALL),
+    **_rows("jobs[].tasks[].elastic.", "min max", _by(_GANG)),
     **_rows("jobs[].status.", "phase running", ALL),
     # workloads
     **_rows("workloads[].", "name namespace arrival start end count gpus gpusPerPod gpuResource resources perGpu "
@@ -161,8 +165,9 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("workloads[].trace.", "names submit gpus duration", ALL),
     # scheduler
     **_rows("scheduler.", "policy schedulePeriod", ALL),
-    "scheduler.queueingStrategy": _only("volcano", R("applies to a Volcano conf (Kueue sets it per ClusterQueue; "
-                                                     "Slurm's sched/builtin is strict already)")),
+    # StrictFIFO under another family is refused by the model (`Scheduler`, `io.scheduler_of`)
+    "scheduler.queueingStrategy": _only("volcano", W("applies to a Volcano conf; this policy ignores it (Kueue sets "
+                                                     "it per ClusterQueue, Slurm by its SchedulerType)")),
     "scheduler.conf": _section("volcano"),
     "scheduler.conf.**": _section("volcano"),
     "scheduler.slurm": _section("slurm"),
