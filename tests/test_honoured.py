@@ -183,8 +183,7 @@ HONOURED = [
 ]
 
 
-@pytest.mark.parametrize("extra, path, value", HONOURED, ids=[f"{h[1]}-{list(h[0].get('scheduler', {'volcano': 0}))[0]}"
-                                                             for h in HONOURED])
+@pytest.mark.parametrize("extra, path, value", HONOURED, ids=[f"{i}-{h[1]}" for i, h in enumerate(HONOURED)])
 def test_an_honoured_field_changes_the_result(extra, path, value):
     base = scenario(**extra)
     plain, notes = run(base)

@@ -10,12 +10,14 @@ honour under the scenario's policy is dropped without a word.
   real one would act on it (a job's `networkTopology`, issue 27): one `labkit: note:` line per
   reason, naming the first path of each field that sets it
   (`labkit: note: jobs[3].networkTopology: not simulated yet (issue 27): ...`);
-* refused: the field cannot take effect under the family at all (a scheduler section of another
-  family, which would choose that family instead): a one-line `SpecError` naming it.
+* refused: the field cannot take effect under the family at all: a one-line `SpecError` naming
+  it. A scheduler section of another family is one (the model refuses two sections, and
+  `--policy` replaces the section, so `simulate` meets it only when a caller names the family);
+  `queueingStrategy: StrictFIFO` under another family is refused by the model itself.
 
 Paths are YAML paths with `[]` for a list item (`jobs[].tasks[].elastic`). A key ending in
-`.**` decides the whole subtree of a scheduler's own configuration, which its family reads as a
-whole (each key is checked by the section's own model). A field set to its default is honoured
+`.**` decides a whole subtree: a scheduler's own configuration and a family's own objects
+(top-level `slurm`, `kueue`), which that family reads as a whole (each key checked by its model). A field set to its default is honoured
 by every family: nothing was asked of the engine.
 """
 
@@ -110,8 +112,7 @@ def _rows(prefix: str, names: str, decisions: tuple[Decision, ...]) -> dict[str,
     return {f"{prefix}{name}": decisions for name in names.split()}
 
 
-_JOB_RUN = ("name namespace submit tasks minAvailable duration work checkpointInterval restartCost gracePeriod "
-            "preemptible")
+_DISTRIBUTION = "distribution value low high mean median sigma std choices weights min max"
 
 TABLE: dict[str, tuple[Decision, ...]] = {
     # scenario
@@ -140,7 +141,8 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("priorityClasses[].", "name value preemptionPolicy globalDefault description",
             _by(_PRIORITY_CLASS)),
     # jobs
-    **_rows("jobs[].", _JOB_RUN.replace(" minAvailable", "") + " status", ALL),
+    **_rows("jobs[].", "name namespace submit tasks duration work checkpointInterval restartCost gracePeriod "
+            "preemptible status", ALL),
     "jobs[].minAvailable": _by(_GANG),
     "jobs[].queue": _by(_JOB_QUEUE),
     "jobs[].priorityClassName": _by(_PRIORITY_CLASS),
@@ -160,8 +162,8 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("workloads[].", "networkTopology networkTopology.mode networkTopology.highestTierAllowed",
             _by(_NETWORK_TOPOLOGY)),
     **_rows("workloads[].arrival.", "process interval", ALL),
-    **{f"workloads[].{random}.{name}": ALL for random in ("gpus", "duration")  # a Distribution
-       for name in "distribution value low high mean median sigma std choices weights min max".split()},
+    **_rows("workloads[].gpus.", _DISTRIBUTION, ALL),  # a random quantity: a Distribution
+    **_rows("workloads[].duration.", _DISTRIBUTION, ALL),
     **_rows("workloads[].trace.", "names submit gpus duration", ALL),
     # scheduler
     **_rows("scheduler.", "policy schedulePeriod", ALL),
