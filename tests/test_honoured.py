@@ -10,6 +10,7 @@ import json
 import types
 import typing
 import warnings
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -196,3 +197,17 @@ def test_an_honoured_field_changes_the_result(extra, path, value):
 def test_presets_under_their_own_policy_use_honoured_fields_only(name):
     found = [(where, rule.kind) for where, rule, _ in honoured.findings(spec.preset(name), "volcano")]
     assert found == []
+
+
+def test_kueue_warns_of_volcano_fields_and_honours_its_own():
+    data = spec.load(Path(labkit.__file__).parent / "examples" / "kueue-cohort.yaml").model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    plain, notes = run(data)
+    assert notes == [] and plain.info["engine"] in ("numba", "kueue")
+    for path, value, named in (("queues", [{"name": "spare", "weight": 3}], "queues"),
+                               ("jobs.0.networkTopology", {"mode": "hard"}, "jobs[0].networkTopology")):
+        changed, notes = run(edit(data, path, value))
+        assert len(notes) == 1 and notes[0].startswith(named) and same(plain, changed)
+    borrowing = "kueue.clusterQueues.1.resourceGroups.0.flavors.0.resources.0.borrowingLimit"
+    changed, notes = run(edit(data, borrowing, 0))
+    assert notes == [] and not same(plain, changed)
