@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 import types
 import typing
 import warnings
@@ -211,3 +213,18 @@ def test_kueue_warns_of_volcano_fields_and_honours_its_own():
     borrowing = "kueue.clusterQueues.1.resourceGroups.0.flavors.0.resources.0.borrowingLimit"
     changed, notes = run(edit(data, borrowing, 0))
     assert notes == [] and not same(plain, changed)
+
+
+def test_the_cli_prints_each_note_once(tmp_path):
+    data = scenario()
+    for i in range(4):
+        data = edit(data, f"jobs.{i}.networkTopology", {"mode": "hard"})
+    target = tmp_path / "s.yaml"
+    target.write_text(json.dumps(data))
+    for command in ("validate", "simulate"):
+        done = subprocess.run([sys.executable, "-m", "labkit", command, str(target)], capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        notes = [line for line in done.stderr.splitlines() if "networkTopology" in line]
+        says = honoured.decision("jobs[].networkTopology", "volcano").says
+        assert notes == [f"labkit: note: jobs[0].networkTopology (and 3 more like them): {says}"]
