@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -189,6 +190,7 @@ SLURM_PARAMETERS = {
 would act on it, the simulator does not)."""
 
 
+@cache
 def decision(path: str, family: str) -> Decision:
     """The decision for a field path (`jobs[].networkTopology`) under a family; KeyError when the
     table has none (a field added to the model without a decision)."""
@@ -220,8 +222,9 @@ def findings(scenario: BaseModel, family: str) -> list[tuple[str, Decision, int]
 
 
 def _walk(model: BaseModel, path: str, pattern: str, family: str, found: dict) -> None:
-    for name, field in type(model).model_fields.items():
-        value = getattr(model, name)
+    visit = _to_visit(type(model), pattern, family)
+    for name in model.model_fields_set & visit.keys():  # a field left out holds its default
+        field, value = visit[name], getattr(model, name)
         if _is_default(field, value):
             continue
         key = field.alias or name
@@ -233,11 +236,29 @@ def _walk(model: BaseModel, path: str, pattern: str, family: str, found: dict) -
             else:
                 found[here] = [where, rule, 1]
             continue
-        if here.endswith("**") or here + ".**" in TABLE:
-            continue  # a scheduler section, honoured as a whole
+        if _all_honoured_below(here, family):
+            continue  # a scheduler section, honoured as a whole, or nothing below to warn of
         for sub, item in _items(value):
             if isinstance(item, BaseModel):
                 _walk(item, f"{where}{sub}.", f"{here}{'[]' if sub else ''}.", family, found)
+
+
+@cache
+def _to_visit(model: type[BaseModel], pattern: str, family: str) -> dict[str, Any]:
+    """The fields of `model` (at `pattern`) the walk must look at under `family`, by name: those
+    not honoured, or with a field below that is not (of a job's 20 fields, Volcano needs 5)."""
+    return {name: field for name, field in model.model_fields.items()
+            if decision(pattern + (field.alias or name), family).kind != "honoured"
+            or not _all_honoured_below(pattern + (field.alias or name), family)}
+
+
+@cache
+def _all_honoured_below(pattern: str, family: str) -> bool:
+    """Whether every field below `pattern` is honoured by `family` (the walk need not go there)."""
+    if pattern + ".**" in TABLE:
+        return TABLE[pattern + ".**"][FAMILIES.index(family)].kind == "honoured"
+    below = [key for key in TABLE if key.startswith((pattern + ".", pattern + "[]."))]
+    return all(decision(key.removesuffix(".**"), family).kind == "honoured" for key in below)
 
 
 def _items(value: Any) -> list[tuple[str, Any]]:
