@@ -32,6 +32,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from ..errors import LabkitWarning, SpecError
+from .model import SCHEDULER_PARAMETER_RANGES
 
 FAMILIES = ("volcano", "kube-scheduler", "kueue", "slurm")
 """The policy families, as `labkit.engine.families` names their engines."""
@@ -182,8 +183,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
 }
 """Field path -> its decision per family, in the order of `FAMILIES`."""
 
-SLURM_PARAMETERS = {
-    "bf_interval", "bf_resolution", "bf_window", "bf_max_job_test", "sched_interval",
+SLURM_PARAMETERS = set(SCHEDULER_PARAMETER_RANGES) | {
     "bf_continue",  # the simulated backfill never yields its locks: it always continues
 }
 """SchedulerParameters keys the Slurm engine reads; any other key is warned about (slurmctld
