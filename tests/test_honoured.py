@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import subprocess
 import sys
@@ -233,3 +234,21 @@ def test_the_cli_prints_each_note_once(tmp_path):
         notes = [line for line in done.stderr.splitlines() if "networkTopology" in line]
         says = honoured.decision("jobs[].networkTopology", "volcano").says
         assert notes == [f"labkit: note: jobs[0].networkTopology (and 3 more like them): {says}"]
+
+
+def test_a_note_names_its_paths_in_the_scenario_s_order_whatever_the_hash_seed(tmp_path):
+    """The paths sharing a note are listed in the model's order (`queues` before `jobs`, jobs by
+    index), the same in every process: a stored notebook output must not depend on PYTHONHASHSEED
+    (walking a set of field names listed `jobs[0].queue, queues` in one run, the reverse in another)."""
+    data = edit(edit(scenario(), "queues.0.capability", {"nvidia.com/gpu": 16}), "scheduler", {"policy": "kube-default"})
+    target = tmp_path / "s.yaml"
+    target.write_text(json.dumps(data))
+    notes = set()
+    for seed in range(6):
+        done = subprocess.run([sys.executable, "-m", "labkit", "validate", str(target)],
+                              capture_output=True, text=True, timeout=300, check=False,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)})
+        assert done.returncode == 0, done.stderr
+        notes.add(next(line for line in done.stderr.splitlines() if "Volcano Queues" in line))
+    assert len(notes) == 1, notes
+    assert notes.pop().startswith("labkit: note: queues, jobs[0].queue")

@@ -223,7 +223,9 @@ def findings(scenario: BaseModel, family: str) -> list[tuple[str, Decision, int]
 
 def _walk(model: BaseModel, path: str, pattern: str, family: str, found: dict) -> None:
     visit = _to_visit(type(model), pattern, family)
-    for name in model.model_fields_set & visit.keys():  # a field left out holds its default
+    for name in visit:  # in the model's order, whatever the hash seed
+        if name not in model.model_fields_set:
+            continue  # a field left out holds its default
         field, value = visit[name], getattr(model, name)
         if _is_default(field, value):
             continue
