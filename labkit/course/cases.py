@@ -139,9 +139,15 @@ def quota_burst(gpu_quota: int = 16, cpu_quota: int = 64, jobs: int = 6, gpus: i
 
 def four_jobs(policy: str = "volcano-shipped", d_duration: int | None = None) -> Scenario:
     """examples/slurm-backfill.yaml (4 nodes x 8 GPUs; a: 3 nodes, b: a 4-node gang, d and c: 1 node each,
-    submitted in that order) under `policy`; `d_duration` replaces job d's run time in seconds."""
+    submitted in that order) under `policy`; `d_duration` replaces job d's run time in seconds. Under a
+    policy that is not Slurm's the jobs are the Kubernetes ones: no `slurm` partition, no `timeLimit`
+    (sbatch -t), which that scheduler has no notion of."""
     data = _example("slurm-backfill.yaml")
     data["scheduler"] = {"policy": policy}
+    if spec.policy_scheduler(policy).section != "slurm":
+        data.pop("slurm")
+        for job in data["jobs"]:
+            job.pop("timeLimit")
     if d_duration is not None:
         next(j for j in data["jobs"] if j["name"] == "d")["duration"] = d_duration
     return spec.validate(data)
@@ -404,7 +410,7 @@ def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, kueu
     one of QUEUE_ORDERS: the priority plugin (PriorityClass first in Volcano's job order) on or off,
     and `scheduler.queueingStrategy`. run-2 runs `resident_minutes`. `kueue=True` runs the jobs through
     one Kueue ClusterQueue `ml` (nominalQuota: the cluster's 512 CPUs, 4096Gi, 32 GPUs) with that
-    queueingStrategy instead; Kueue always orders by priority, then creation time."""
+    queueingStrategy instead, without the Volcano Queue; Kueue always orders by priority, then creation time."""
     if order not in QUEUE_ORDERS:
         raise ValueError(f"order must be one of {', '.join(QUEUE_ORDERS)}, not {order!r}")
     priority, strategy = QUEUE_ORDERS[order]
@@ -422,6 +428,9 @@ def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, kueu
             "localQueues": [{"name": "ml", "namespace": "ml", "clusterQueue": "ml"}],
         }
         data["scheduler"] = {"policy": "kueue"}
+        data.pop("queues")  # no Volcano Queue: each job goes to its namespace's only LocalQueue, `ml`
+        for job in data["jobs"]:
+            job.pop("queue")
         return spec.validate(data)
     scheduler = data["scheduler"]
     scheduler.update(policy=order, queueingStrategy=strategy)
