@@ -486,7 +486,8 @@ def quota_limit(mechanism: str, limit: int = 16, duration: int = 90, jobs: int =
     """Team C's burst on 4 x 8 GPUs: `jobs` one-pod evaluation jobs of `gpus` GPUs running `duration` s,
     submitted a second apart, with team C held to `limit` GPUs by a namespace ResourceQuota
     (``resourcequota``), its Volcano Queue's capability (``capability``) or its Kueue ClusterQueue's
-    nominalQuota (``kueue``; cpu and memory are covered too, with room to spare, as Kueue requires)."""
+    nominalQuota (``kueue``, without the Volcano Queue; cpu and memory are covered too, with room to spare,
+    as Kueue requires)."""
     if mechanism not in LIMIT_MECHANISMS:
         raise ValueError(f"mechanism must be one of {', '.join(LIMIT_MECHANISMS)}, not {mechanism!r}")
     data: dict[str, Any] = {
@@ -511,6 +512,9 @@ def quota_limit(mechanism: str, limit: int = 16, duration: int = 90, jobs: int =
                 "coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [{"name": "a100", "resources": quotas}]}]}],
             "localQueues": [{"name": "team-c", "namespace": "team-c", "clusterQueue": "team-c"}]}
         data["scheduler"] = {"policy": "kueue"}
+        data.pop("queues")  # no Volcano Queue: the jobs go to the namespace's only LocalQueue, team-c
+        for job in data["jobs"]:
+            job.pop("queue")
     return spec.validate(data)
 
 
@@ -552,9 +556,11 @@ def elastic_under_limit(mechanism: str, limit: int = 16) -> Scenario:
     data = quota_limit(mechanism, limit=limit, duration=600, jobs=1, gpus=8).model_dump(
         mode="json", by_alias=True, exclude_unset=True)
     data["name"] = f"elastic-under-limit-{mechanism}"
-    data["jobs"].append({"name": "c-elastic", "namespace": "team-c", "queue": "team-c", "submit": 5, "duration": 300,
+    data["jobs"].append({"name": "c-elastic", "namespace": "team-c", "submit": 5, "duration": 300,
                          "tasks": [{"name": "worker", "replicas": 4, "minAvailable": 2,
                                     "resources": {"nvidia.com/gpu": 4, "cpu": 8, "memory": "64Gi"}}]})
+    if "queue" in data["jobs"][0]:  # a Volcano Queue (not under Kueue)
+        data["jobs"][-1]["queue"] = data["jobs"][0]["queue"]
     return spec.validate(data)
 
 
