@@ -177,13 +177,17 @@ def test_overcommit_factor_knob_needs_the_plugin():
 
 
 def test_an_elastic_job_is_counted_by_its_minimum_only_in_volcano():
-    """Volcano's enqueue counts minResources (2 of 4 workers) and allocate fills up to the capability;
-    Kueue counts the whole Workload and waits; a ResourceQuota refuses the surplus pods and the retry limit
-    terminates the job while its first two pods run."""
+    """Volcano's enqueue counts minResources (2 of 4 workers) and allocate fills up to the capability: the
+    surplus pods wait until the first two end and free room under it, then run their whole duration, and the
+    vcjob completes when they have; Kueue counts the whole Workload and waits; a ResourceQuota refuses the
+    surplus pods and the retry limit terminates the job while its first two pods run."""
     runs = {m: labkit.simulate(cases.elastic_under_limit(m)) for m in cases.LIMIT_MECHANISMS}
     placed = {m: r.tasks[r.tasks.job == "team-c/c-elastic"] for m, r in runs.items()}
     elastic = {m: r.jobs.set_index("name").loc["c-elastic"] for m, r in runs.items()}
-    assert elastic["capability"].start == 6 and len(placed["capability"]) == 2
+    first, late = placed["capability"][placed["capability"]["index"] < 2], placed["capability"][placed["capability"]["index"] >= 2]
+    assert elastic["capability"].start == 6 and (first.start == 6).all() and len(late) == 2
+    assert (late.start == first.end.max()).all() and (late.end - late.start == 300).all()
+    assert elastic["capability"].end == late.end.max()
     first_end = runs["kueue"].jobs.set_index("name").loc["c-eval-0", "end"]
     assert elastic["kueue"].start == first_end + 1 and len(placed["kueue"]) == 4
     needed = runs["kueue"].events.query("kind == 'Pending'").message.iloc[0]

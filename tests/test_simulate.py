@@ -243,3 +243,39 @@ def test_cycle_refuses_kueue_which_has_no_session_of_its_own():
     running a session of the Volcano placeholder Kueue's scenario compiles to."""
     with pytest.raises(SpecError, match="kueue has no scheduling session of its own"):
         labkit.cycle(labkit.load(EXAMPLES / "kueue-cohort.yaml"))
+
+
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+def test_a_preemptor_binds_on_the_node_it_was_nominated_to(engine):
+    """preempt evicts low-b's surplus pod on gpu-1 for `high` at 11 s and pipelines it there, which
+    nominates the pod to gpu-1 (nominatedNodeName: the pipelining evicted). At 12 s low-a ends and
+    gpu-0 is empty, which nodeorder's leastrequested scores higher; Volcano's allocate still tries
+    the nominated node first, alone, and binds `high` there (allocate.go: "This node is likely the
+    only candidate that will fit the pod, and hence we try it first")."""
+    low = {"namespace": "default", "queue": "default", "priorityClassName": "low", "gracePeriod": 0}
+    scenario = spec.validate({
+        "name": "nominated-node",
+        "cluster": {"pools": [{"name": "gpu", "count": 2, "resources": {"nvidia.com/gpu": 8, "cpu": 64,
+                                                                         "memory": "512Gi"}}]},
+        "queues": [{"name": "default"}],
+        "priorityClasses": [{"name": "low", "value": 100}, {"name": "high", "value": 1000}],
+        "jobs": [{**low, "name": "low-a", "submit": 0, "duration": 11,
+                  "tasks": [{"resources": {"nvidia.com/gpu": 8, "cpu": 8, "memory": "32Gi"}}]},
+                 {**low, "name": "low-b", "submit": 1, "duration": 100, "minAvailable": 1,
+                  "tasks": [{"replicas": 2, "minAvailable": 1,
+                             "resources": {"nvidia.com/gpu": 4, "cpu": 4, "memory": "16Gi"}}]},
+                 {**low, "name": "high", "priorityClassName": "high", "submit": 10, "duration": 20,
+                  "tasks": [{"resources": {"nvidia.com/gpu": 4, "cpu": 4, "memory": "16Gi"}}]}],
+        "scheduler": {"conf": {"actions": "enqueue, allocate, backfill, preempt", "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+            {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]}]}},
+    })
+    result = labkit.simulate(scenario, engine=engine)
+    events = result.events
+    pipelined = events[(events.kind == "Pipelined") & (events.job == "default/high")]
+    assert list(zip(pipelined.time, pipelined.node)) == [(11.0, "gpu-1")]
+    assert result.jobs.set_index("name").loc["low-a", "end"] == 12
+    bound = events[(events.kind == "Bound") & (events.job == "default/high")]
+    assert list(zip(bound.time, bound.node)) == [(12.0, "gpu-1")]
+    recreated = events[(events.kind == "Bound") & (events.task == "default/low-b-worker-0")]
+    assert list(recreated.node) == ["gpu-1", "gpu-0"]

@@ -153,10 +153,16 @@ FOUR_JOBS_KUEUE = {
 
 def four_jobs(policy: str = "volcano-shipped", d_duration: int | None = None) -> Scenario:
     """examples/slurm-backfill.yaml (4 nodes x 8 GPUs; a: 3 nodes, b: a 4-node gang, d and c: 1 node each,
-    submitted in that order) under `policy`; `d_duration` replaces job d's run time in seconds. Under
-    `kueue` the jobs go through `FOUR_JOBS_KUEUE` (LocalQueue main -> ClusterQueue cluster)."""
+    submitted in that order) under `policy`; `d_duration` replaces job d's run time in seconds. Under a
+    policy that is not Slurm's the jobs are the Kubernetes ones: no `slurm` partition, no `timeLimit`
+    (sbatch -t), which that scheduler has no notion of. Under `kueue` the jobs go through
+    `FOUR_JOBS_KUEUE` (LocalQueue main -> ClusterQueue cluster)."""
     data = _example("slurm-backfill.yaml")
     data["scheduler"] = {"policy": policy}
+    if spec.policy_scheduler(policy).section != "slurm":
+        data.pop("slurm")
+        for job in data["jobs"]:
+            job.pop("timeLimit")
     if policy == "kueue":
         data["kueue"] = FOUR_JOBS_KUEUE
     if d_duration is not None:
@@ -417,7 +423,7 @@ def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, kueu
     one of QUEUE_ORDERS: the priority plugin (PriorityClass first in Volcano's job order) on or off,
     and `scheduler.queueingStrategy`. run-2 runs `resident_minutes`. `kueue=True` runs the jobs through
     one Kueue ClusterQueue `ml` (nominalQuota: the cluster's 512 CPUs, 4096Gi, 32 GPUs) with that
-    queueingStrategy instead; Kueue always orders by priority, then creation time."""
+    queueingStrategy instead, without the Volcano Queue; Kueue always orders by priority, then creation time."""
     if order not in QUEUE_ORDERS:
         raise ValueError(f"order must be one of {', '.join(QUEUE_ORDERS)}, not {order!r}")
     priority, strategy = QUEUE_ORDERS[order]
@@ -435,6 +441,9 @@ def queue_order(order: str = "fifo-besteffort", resident_minutes: int = 60, kueu
             "localQueues": [{"name": "ml", "namespace": "ml", "clusterQueue": "ml"}],
         }
         data["scheduler"] = {"policy": "kueue"}
+        data.pop("queues")  # no Volcano Queue: each job goes to its namespace's only LocalQueue, `ml`
+        for job in data["jobs"]:
+            job.pop("queue")
         return spec.validate(data)
     scheduler = data["scheduler"]
     scheduler.update(policy=order, queueingStrategy=strategy)
@@ -490,7 +499,8 @@ def quota_limit(mechanism: str, limit: int = 16, duration: int = 90, jobs: int =
     """Team C's burst on 4 x 8 GPUs: `jobs` one-pod evaluation jobs of `gpus` GPUs running `duration` s,
     submitted a second apart, with team C held to `limit` GPUs by a namespace ResourceQuota
     (``resourcequota``), its Volcano Queue's capability (``capability``) or its Kueue ClusterQueue's
-    nominalQuota (``kueue``; cpu and memory are covered too, with room to spare, as Kueue requires)."""
+    nominalQuota (``kueue``, without the Volcano Queue; cpu and memory are covered too, with room to spare,
+    as Kueue requires)."""
     if mechanism not in LIMIT_MECHANISMS:
         raise ValueError(f"mechanism must be one of {', '.join(LIMIT_MECHANISMS)}, not {mechanism!r}")
     data: dict[str, Any] = {
@@ -515,6 +525,9 @@ def quota_limit(mechanism: str, limit: int = 16, duration: int = 90, jobs: int =
                 "coveredResources": ["cpu", "memory", "nvidia.com/gpu"], "flavors": [{"name": "a100", "resources": quotas}]}]}],
             "localQueues": [{"name": "team-c", "namespace": "team-c", "clusterQueue": "team-c"}]}
         data["scheduler"] = {"policy": "kueue"}
+        data.pop("queues")  # no Volcano Queue: the jobs go to the namespace's only LocalQueue, team-c
+        for job in data["jobs"]:
+            job.pop("queue")
     return spec.validate(data)
 
 
@@ -556,9 +569,11 @@ def elastic_under_limit(mechanism: str, limit: int = 16) -> Scenario:
     data = quota_limit(mechanism, limit=limit, duration=600, jobs=1, gpus=8).model_dump(
         mode="json", by_alias=True, exclude_unset=True)
     data["name"] = f"elastic-under-limit-{mechanism}"
-    data["jobs"].append({"name": "c-elastic", "namespace": "team-c", "queue": "team-c", "submit": 5, "duration": 300,
+    data["jobs"].append({"name": "c-elastic", "namespace": "team-c", "submit": 5, "duration": 300,
                          "tasks": [{"name": "worker", "replicas": 4, "minAvailable": 2,
                                     "resources": {"nvidia.com/gpu": 4, "cpu": 8, "memory": "64Gi"}}]})
+    if "queue" in data["jobs"][0]:  # a Volcano Queue (not under Kueue)
+        data["jobs"][-1]["queue"] = data["jobs"][0]["queue"]
     return spec.validate(data)
 
 

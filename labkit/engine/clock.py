@@ -13,7 +13,10 @@ Time follows a real Volcano cluster, one step at a time:
   something): a session on an unchanged snapshot decides nothing, so skipping it is exact;
 * a bound pod starts at the session time; a job runs once `minAvailable` of its pods run, and
   ends after its remaining work (divided by the slowest node speed when it gives `work`),
-  plus `restartCost` when it is a restart;
+  plus `restartCost` when it is a restart; a pod bound after that (an elastic job's surplus pod
+  that found no room at first) runs its whole duration from its own start, as on KWOK, and the
+  vcjob completes only when every pod has (Volcano's running state: Succeeded + Failed ==
+  replicas), so the job's other pods succeed and give their resources back meanwhile;
 * an evicted pod keeps its resources for its grace period (Releasing), then is deleted. If the
   eviction leaves the job below minAvailable, the job restarts (vcjob policy
   `PodEvicted -> RestartJob`): every pod is terminated, work since the last checkpoint is lost,
@@ -133,6 +136,9 @@ class Simulation:
         self.trace = Trace()
         # kept between sessions for the other families (see the module docstring)
         self.nominated = np.full(n_tasks, -1, np.int64)
+        """A pod's nominatedNodeName, valid while ``nominated_in`` is the last session: set there by a
+        pipelining that nominates (kube: any; Volcano: one that evicted), kept by one that does not."""
+        self.nominated_in = np.full(n_tasks, -1, np.int64)
         self.waiting_since = np.full(n_tasks, np.nan)
         self.eligible = np.full(n_jobs, -np.inf)
         self.suspended = np.zeros(n_jobs, bool)
@@ -308,9 +314,12 @@ class Simulation:
                 self._preempt_job(now, int(self.p.task_job[t]), eviction)
             changed = True
         changed |= self._keep_waiting(now, tasks, decisions)
-        self.nominated[tasks] = -1
         for placement in decisions.pipelined:
-            self.nominated[tasks[placement.task]] = placement.node
+            t = int(tasks[placement.task])
+            if placement.nominate:
+                self.nominated[t], self.nominated_in[t] = placement.node, self.trace.sessions
+            elif self.nominated_in[t] == self.trace.sessions - 1:
+                self.nominated_in[t] = self.trace.sessions  # Volcano never sets nominatedNodeName to none
         for local, priority in decisions.priorities.items():
             if math.isnan(self.start_time[jobs[local]]):
                 self.priority[jobs[local]] = priority  # as it stood until the job started
@@ -347,7 +356,8 @@ class Simulation:
         args = self.p.policy.slurm
         if self.usage is not None and args is not None and args.slurmdbd and args.weight_fairshare:
             usage = self.usage(self.p, np.array(self.trace.runs, float).reshape(-1, 5), now)
-        return {"task_start": start, "task_nominated": self.nominated[tasks],
+        nominated = np.where(self.nominated_in[tasks] == self.trace.sessions, self.nominated[tasks], -1)
+        return {"task_start": start, "task_nominated": nominated,
                 "task_waiting_since": self.waiting_since[tasks], "job_eligible": self.eligible[jobs],
                 "job_suspended": self.suspended[jobs], "assoc_usage": usage}
 
@@ -448,7 +458,9 @@ class Simulation:
                 heapq.heappush(self.heap, (float(self.rerun[t]), FINISH, j, int(self.version[j])))
 
     def _maybe_start(self, now: float, j: int) -> None:
-        """The job's work runs once minAvailable pods run (and its time limit counts from then)."""
+        """The job's work runs once minAvailable pods run (and its time limit counts from then). A pod
+        not running yet (an elastic job's surplus pod) runs its whole duration once bound, as on
+        KWOK, and the vcjob completes only when every pod has (Succeeded + Failed == replicas)."""
         if not math.isnan(self.run_start[j]) or self.suspended[j]:
             return
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
@@ -464,6 +476,8 @@ class Simulation:
         remaining = (self.c.job_work[j] - self.work_done[j]) / speed
         self.version[j] += 1
         heapq.heappush(self.heap, (now + setup + remaining, FINISH, j, int(self.version[j])))
+        later = ~running & np.isnan(self.rerun[lo:hi])
+        self.rerun[lo:hi][later] = math.inf  # each runs its whole duration once bound (KWOK)
         limit = self.p.job_time_limit[j] - self.limit_used[j]
         if setup + remaining > limit:
             heapq.heappush(self.heap, (now + limit, TIMEOUT, j, int(self.version[j])))

@@ -155,6 +155,7 @@ MUTABLE = {
     "present": ("J", False, B), "done": ("J", False, B), "phase": ("J", PH_PENDING, I8),
     "created": ("J", False, B), "status": ("T", PENDING, I8), "node": ("T", -1, I),
     "open_run": ("T", -1, I), "pip_on": ("T", -1, I), "pip_action": ("T", -1, I),
+    "pip_evicted": ("T", False, B), "nominated": ("T", -1, I), "nominated_in": ("T", -1, I), "one": ("1", 0, I),
     "run_start": ("J", np.nan, F), "work_done": ("J", 0, F), "lost_work": ("J", 0, F),
     "enq_t": ("J", np.nan, F), "start_t": ("J", np.nan, F), "end_t": ("J", np.nan, F),
     "evictions": ("J", 0, I), "restarts": ("J", 0, I), "version": ("J", 0, I),

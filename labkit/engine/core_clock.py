@@ -339,7 +339,8 @@ def bind(s, now, t, n, msg, ref_task, ref_node):
 
 @jit
 def maybe_start(s, now, j):
-    """The job's work runs once minAvailable pods run; its completion is scheduled."""
+    """The job's work runs once minAvailable pods run; its completion is scheduled; a pod not yet
+    running will run its whole duration once bound (clock._maybe_start)."""
     if not math.isnan(s.run_start[j]):
         return
     running, speed = 0, math.inf
@@ -358,6 +359,9 @@ def maybe_start(s, now, j):
     remaining = (s.j_work[j] - s.work_done[j]) / speed
     s.version[j] += 1
     push_event(s, now + setup + remaining, FINISH, j, s.version[j])
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[t] != RUNNING and math.isnan(s.t_rerun[t]):
+            s.t_rerun[t] = math.inf  # a pod bound later runs its whole duration (clock._maybe_start)
     log(s, now, EV_STARTED, j, -1, -1, MSG_PODS_RUNNING, running, 0)
 
 
@@ -654,6 +658,10 @@ def session_once(s, now):
         evict(s, now, s.evicts[k, 0], msg, s.evicts[k, 2], 0)
     for k in range(n_pipelined):
         t, n = s.pipelined[k], s.pipelined_on[k]
+        if s.pip_evicted[t]:
+            s.nominated[t], s.nominated_in[t] = n, s.ints[I_SESSIONS]
+        elif s.nominated_in[t] == s.ints[I_SESSIONS] - 1:
+            s.nominated_in[t] = s.ints[I_SESSIONS]  # Volcano never sets nominatedNodeName to none
         if s.pip_on[t] != n:
             s.pip_on[t] = n
             action = s.pip_action[t]

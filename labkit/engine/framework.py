@@ -378,7 +378,9 @@ class Session:
         self._fns: dict[str, dict[int, Callable]] = {}
         self.event_handlers: list[tuple[Callable, Callable]] = []
         self.decisions = Decisions()
-        self.pipelined_by: dict[int, tuple[str, str]] = {}
+        self.pipelined_by: dict[int, tuple[str, str, bool]] = {}
+        self.nominated = state.task_nominated
+        """Each pod's nominatedNodeName (node index, -1 none), set by a pipelining that evicted."""
 
     def _open_topology(self, job: JobInfo, tier: int, hard: bool) -> None:
         """adjustNetworkTopologySpec (soft mode becomes hard mode up to the cluster-top tier, so it
@@ -669,7 +671,8 @@ class Statement:
 
     def pipeline(self, task: TaskInfo, node: NodeInfo, reason: str) -> None:
         self.ssn._place(task, node, TaskStatus.PIPELINED)
-        self.ssn.pipelined_by[task.index] = (self.action, reason)
+        evicted = any(op == "evict" for op, _, _ in self.operations)  # evictionOccurred
+        self.ssn.pipelined_by[task.index] = (self.action, reason, evicted)
         self.operations.append(("pipeline", task, reason))
 
     def allocate(self, task: TaskInfo, node: NodeInfo, reason: str) -> None:

@@ -814,8 +814,9 @@ class State:
 
     What the clock keeps between sessions for the other families (:meth:`from_tasks` fills the
     defaults): ``task_start`` (T,) when each holding pod started (NaN = not running);
-    ``task_nominated`` (T,) the node a Pending pod is nominated to (kube ``nominatedNodeName``,
-    the last session's pipelined placement; -1 = none); ``task_waiting_since`` (T,) when an
+    ``task_nominated`` (T,) the node a Pending pod is nominated to (``nominatedNodeName``: the last
+    session's pipelined placement, for Volcano only one that evicted, else the pod keeps its
+    nomination while pipelined; -1 = none); ``task_waiting_since`` (T,) when an
     Allocated pod began waiting at Permit (NaN = not waiting; Allocated pods are kept between
     sessions only while they wait); ``job_eligible`` (J,) the earliest time a job may start
     (Slurm BeginTime after a requeue, -inf = now); ``job_suspended`` (J,) the job was suspended by
@@ -885,12 +886,15 @@ _NOT_ON_NODE = np.array([TaskStatus.PENDING, TaskStatus.SUCCEEDED, TaskStatus.FA
 
 @dataclass(frozen=True)
 class Placement:
-    """A task sent to a node: bound (committed Allocate) or pipelined."""
+    """A task sent to a node: bound (committed Allocate) or pipelined. ``nominate``: a pipelined
+    pod is nominated to the node (its nominatedNodeName) for the next session; Volcano nominates
+    only when the pipelining evicted pods (TaskSchedulingReason: EvictionOccurred)."""
 
     task: int
     node: int
     action: str
     reason: str
+    nominate: bool = True
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -15,11 +16,14 @@ from .. import spec
 from ..errors import LabkitWarning, SpecError
 from ..progress import DELAY, Progress, progress_bar
 from ..results import Result
-from ..spec import Scenario
+from ..spec import Scenario, honoured
 from .clock import Session, Simulation, record_of
 from .compile import Compiled
 from .problem import Decisions, PodGroupPhase, Problem
 from .records import result_of
+
+if TYPE_CHECKING:
+    from .families import FamilyEngine
 
 
 def cycle(scenario: Scenario, policy: str | None = None, session: Session | None = None) -> Cycle:
@@ -28,7 +32,7 @@ def cycle(scenario: Scenario, policy: str | None = None, session: Session | None
 
     if policy is not None:
         scenario = with_policy(scenario, policy)
-    family = families.engine_of(scenario)
+    family = honour(scenario)
     if family.reference is not None:
         raise SpecError("scheduler", f"{family.name} has no scheduling session of its own: simulate() the scenario")
     sim = Simulation(family.compile(scenario, None), session or families.run_session, family.usage)
@@ -95,7 +99,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
     if policy is not None:
         scenario = with_policy(scenario, policy)
     ran, compiled, build = "reference", None, None
-    family = families.engine_of(scenario)
+    family = honour(scenario)
     if session is None and engine != "reference":
         compiled, static, missing = families.prepare(scenario)  # cached by content
         if missing is None:
@@ -196,7 +200,18 @@ def check(scenario: Scenario, policy: str | None = None) -> str | None:
 
     if policy is not None:
         scenario = with_policy(scenario, policy)
+    honour(scenario)
     return families.prepare(scenario)[2]
+
+
+def honour(scenario: Scenario) -> FamilyEngine:
+    """Refuse what the scenario's policy family cannot take, warn once about each field it ignores
+    (`labkit.spec.honoured`), and return the family's engine."""
+    from . import families
+
+    family = families.engine_of(scenario)
+    honoured.apply(scenario, family.name)
+    return family
 
 
 def with_policy(scenario: Scenario, name: str) -> Scenario:

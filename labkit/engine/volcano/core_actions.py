@@ -71,6 +71,7 @@ from ..core_state import (
     I_OVERFLOW,
     I_PENDING_GROUPS,
     I_QUEUE_HEAP,
+    I_SESSIONS,
     I_TO_CLOSE,
     I_TOP,
     I_UNRESOLVABLE,
@@ -189,10 +190,12 @@ def evict(s, t, ref):
 
 
 @jit
-def pipeline(s, t, n):
-    """Statement.Pipeline, remembering which action pipelined the task (its event's reason)."""
+def pipeline(s, t, n, evicted):
+    """Statement.Pipeline, remembering which action pipelined the task (its event's reason) and
+    whether it evicted for it (evictionOccurred: the pod is then nominated to the node)."""
     place(s, t, n, PIPELINED)
     s.pip_action[t] = s.ints[I_ACTION]
+    s.pip_evicted[t] = evicted
     push_op(s, OP_PIPELINE, t, t)
 
 
@@ -1028,7 +1031,9 @@ def allocate_tasks(s, j, now, start):
                 if s.cache_mark[row] != stamp:
                     s.cache_mark[row] = stamp
                     s.cache[row, :] = F_OK
-            found = scan(s, t, SCAN_ALLOCATE, s.all_nodes, s.all_nodes.size, row)
+            found = nominated_scan(s, t, row)
+            if found == 0:
+                found = scan(s, t, SCAN_ALLOCATE, s.all_nodes, s.all_nodes.size, row)
         if found == 0:
             remember_fits_nowhere(s, t)
             record_fit_error(s, t, True)
@@ -1039,13 +1044,25 @@ def allocate_tasks(s, j, now, start):
         if fits_idle(s, t, n):
             stmt_allocate(s, t, n)
         else:
-            pipeline(s, t, n)
+            pipeline(s, t, n, False)
         if job_ready(s, j):
             break
     if job_ready(s, j) or vote(s, H_JOB_PIPELINED, j, now):
         return True
     discard(s, start)
     return False
+
+
+@jit
+def nominated_scan(s, t, row):
+    """allocate.go: a pod nominated to a node by the last session's preemption (nominatedNodeName)
+    tries that node first, alone, when its FutureIdle holds the request (allocate._nominated);
+    the feasible count (0 or 1)."""
+    n = s.nominated[t]
+    if n < 0 or s.nominated_in[t] != s.ints[I_SESSIONS] - 1 or not fits_future(s, t, n):
+        return 0
+    s.one[0] = n
+    return scan(s, t, SCAN_ALLOCATE, s.one, 1, row)
 
 
 @jit
@@ -1573,7 +1590,7 @@ def preempt_task(s, t, scope):
     if none:
         n = best_room_without_victims(s, t, scope, j, found)
         if n >= 0:
-            pipeline(s, t, n)
+            pipeline(s, t, n, False)
             return TASK_PLACED
     else:
         sort_nodes(s, t, found)
@@ -1590,7 +1607,7 @@ def preempt_task(s, t, scope):
                 evict(s, victim, t)
                 fits = fits_on_node(s, q, t, n)
             if fits:
-                pipeline(s, t, n)
+                pipeline(s, t, n, s.ints[I_TOP] > start)
                 return TASK_PLACED
             discard(s, start)
     if comparable(s, kind, t) and (every or fails_beyond_scan(s, t, scope, j, found, nn, none)):
@@ -1816,7 +1833,7 @@ def reclaim_task(s, t, j):
         n = s.feas[k]
         if none:
             if room_without_victims(s, t, n, SCOPE_RECLAIM, j):
-                pipeline(s, t, n)
+                pipeline(s, t, n, False)
                 return TASK_PLACED
             continue
         nv = victims_on(s, t, n, SCOPE_RECLAIM, j)
@@ -1833,7 +1850,7 @@ def reclaim_task(s, t, j):
         if not less_equal(req, available):
             discard(s, start)
             continue
-        pipeline(s, t, n)
+        pipeline(s, t, n, s.ints[I_TOP] > start)
         return TASK_PLACED
     if every or fails_beyond_scan(s, t, SCOPE_RECLAIM, j, found, nn, none):
         remember_failure(s, M_RECLAIM, t)

@@ -74,7 +74,7 @@ def close_session(ssn: Session) -> Decisions:
     for job in ssn.jobs:
         job.phase = podgroup_phase(job)
     decisions = ssn.decisions
-    decisions.pipelined = [Placement(t.index, t.node, *ssn.pipelined_by.get(t.index, ("", "")))
+    decisions.pipelined = [Placement(t.index, t.node, *ssn.pipelined_by.get(t.index, ("", "", False)))
                            for t in ssn.tasks if t.status == TaskStatus.PIPELINED]
     decisions.state = _next_state(ssn)
     return decisions

@@ -129,7 +129,9 @@ def _allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue, nodes: lis
         if job.task_has_fit_errors(task):
             job.record_fit_error(task)
             continue
-        feasible, failures = scan.feasible(task, nodes, lambda t, n: allocate_predicate(ssn, t, n))
+        feasible, failures = _nominated(ssn, scan, task, nodes)
+        if not feasible:
+            feasible, failures = scan.feasible(task, nodes, lambda t, n: allocate_predicate(ssn, t, n))
         if not feasible:
             job.record_fit_error(task, {n for n, why in failures.items() if why.startswith("unresolvable")})
             job.fit_hyper_node = hyper_node if hyper_node != ssn.hypernodes.root else NONE
@@ -151,6 +153,19 @@ def _allocate_tasks(ssn: Session, job: JobInfo, tasks: PriorityQueue, nodes: lis
         return stmt
     stmt.discard()
     return None
+
+
+def _nominated(ssn: Session, scan: NodeScan, task: TaskInfo,
+               nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[int, str]]:
+    """allocate.go: a pod nominated to a node by an earlier preemption (nominatedNodeName) tries
+    that node first, alone, when its FutureIdle holds the request and it is among ``nodes`` (the
+    HyperNode's members for a job with networkTopology); ([], {}) otherwise."""
+    n = -1 if ssn.nominated is None else int(ssn.nominated[task.index])
+    if n < 0 or not fits(task.request, ssn.nodes[n].future_idle()):
+        return [], {}
+    if nodes is not ssn.nodes and ssn.nodes[n] not in nodes:
+        return [], {}
+    return scan.feasible(task, [ssn.nodes[n]], lambda t, m: allocate_predicate(ssn, t, m))
 
 
 def _prioritize_nodes(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> NodeInfo:
