@@ -145,9 +145,9 @@ def test_a_warned_field_is_named_once_and_changes_nothing(family, extra, path, v
 def test_one_note_per_reason_however_many_jobs_set_it():
     data = scenario()
     for i in range(4):
-        data = edit(data, f"jobs.{i}.networkTopology", {"mode": "soft"})
+        data = edit(data, f"jobs.{i}.timeLimit", 60)
     _, notes = run(data)
-    assert notes == [notes[0]] and notes[0].startswith("jobs[0].networkTopology (and 3 more like them): not simulated")
+    assert notes == [notes[0]] and notes[0].startswith("jobs[0].timeLimit (and 3 more like them): Slurm's (sbatch)")
 
 
 def test_validate_warns_as_simulate_does():
@@ -224,16 +224,16 @@ def test_kueue_warns_of_volcano_fields_and_honours_its_own():
 def test_the_cli_prints_each_note_once(tmp_path):
     data = scenario()
     for i in range(4):
-        data = edit(data, f"jobs.{i}.networkTopology", {"mode": "hard"})
+        data = edit(data, f"jobs.{i}.timeLimit", 60)
     target = tmp_path / "s.yaml"
     target.write_text(json.dumps(data))
     for command in ("validate", "simulate"):
         done = subprocess.run([sys.executable, "-m", "labkit", command, str(target)], capture_output=True, text=True,
                               timeout=300, check=False)
         assert done.returncode == 0, done.stderr
-        notes = [line for line in done.stderr.splitlines() if "networkTopology" in line]
-        says = honoured.decision("jobs[].networkTopology", "volcano").says
-        assert notes == [f"labkit: note: jobs[0].networkTopology (and 3 more like them): {says}"]
+        notes = [line for line in done.stderr.splitlines() if "timeLimit" in line]
+        says = honoured.decision("jobs[].timeLimit", "volcano").says
+        assert notes == [f"labkit: note: jobs[0].timeLimit (and 3 more like them): {says}"]
 
 
 def test_a_note_names_its_paths_in_the_scenario_s_order_whatever_the_hash_seed(tmp_path):

@@ -7,9 +7,9 @@ honour under the scenario's policy is dropped without a word.
   no job asks for);
 * warned: the engine ignores the field, as the real scheduler under that policy would (a Slurm
   partition under Volcano, a Volcano Queue under Slurm), or does not simulate it yet where the
-  real one would act on it (a job's `networkTopology`, issue 27): one `labkit: note:` line per
+  real one would act on it (Kueue's Topology Aware Scheduling): one `labkit: note:` line per
   reason, naming the first path of each field that sets it
-  (`labkit: note: jobs[3].networkTopology: not simulated yet (issue 27): ...`);
+  (`labkit: note: jobs[3].networkTopology: Volcano's; Slurm ignores it`);
 * refused: the field cannot take effect under the family at all: a one-line `SpecError` naming
   it. A scheduler section of another family is one (the model refuses two sections, and
   `--policy` replaces the section, so `simulate` meets it only when a caller names the family);
@@ -89,14 +89,14 @@ _PRIORITY_CLASS = {
 _GANG = {"slurm": W("Volcano's gang minimum (minAvailable, elastic bounds); Slurm allocates all of a job's nodes "
                     "(its replicas) at once and ignores it")}
 _NETWORK_TOPOLOGY = {
-    "volcano": W("not simulated yet (issue 27): the gang is placed as if it had no networkTopology, where "
-                 "Volcano would keep it inside one HyperNode of tier <= highestTierAllowed"),
+    "volcano": H,  # the reference engine keeps a hard gang inside one HyperNode; without the plugin the
+    # Volcano family warns, as Volcano ignores it (engine/volcano/reference.py: _topology_notes)
     "kube-scheduler": W("Volcano's; kube-scheduler ignores it"),
     "kueue": W("Volcano's; Kueue ignores it (its Topology Aware Scheduling is not simulated yet)"),
     "slurm": W("Volcano's; Slurm ignores it"),
 }
 _HYPERNODES = {
-    "volcano": H,  # HyperNodes change nothing for a job without networkTopology, which is warned about
+    "volcano": H,  # HyperNodes for the network-topology-aware plugin (jobs with networkTopology)
     "kube-scheduler": W("Volcano HyperNodes; kube-scheduler ignores them"),
     "kueue": W("Volcano HyperNodes; Kueue ignores them (its Topology Aware Scheduling is not simulated yet)"),
     "slurm": W("not simulated under Slurm (topology/tree placement): nodes are chosen as if there were no "
@@ -132,6 +132,9 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     "cluster.topology": _by(_HYPERNODES),
     "cluster.topology.tiers": _by(_HYPERNODES),
     **_rows("cluster.topology.tiers[].", "name size", _by(_HYPERNODES)),
+    "cluster.events": _only("volcano", R("node events: this policy family's engines do not simulate them")),
+    **_rows("cluster.events[].", "at node kind notice",
+            _only("volcano", R("node events: this policy family's engines do not simulate them"))),
     # tenants
     **_rows("tenants[].", "name namespace resourceQuota limitRange", ALL),
     "tenants[].resourceQuota.hard": ALL,

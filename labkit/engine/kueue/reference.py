@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ...errors import SpecError
+from ...errors import LabkitWarning, SpecError
 from ...progress import Progress
 from ...results import Result
 from ...spec import Scenario, scheduler_of
@@ -1142,7 +1143,9 @@ def compile_kueue(scenario: Scenario) -> Compiled:
     if scenario.kueue is None:
         raise SpecError("kueue", "a Kueue policy needs the scenario's kueue objects (clusterQueues, localQueues)")
     placeholder = expand(scenario).model_copy(update={"scheduler": Scheduler(policy="volcano-shipped")})
-    compiled = compile_with(VOLCANO, placeholder)
+    with warnings.catch_warnings():  # the placeholder's conf is not the scenario's: its notes are not either
+        warnings.simplefilter("ignore", LabkitWarning)
+        compiled = compile_with(VOLCANO, placeholder)
     return dataclasses.replace(compiled, source=compiled.source.model_copy(
         update={"scheduler": scheduler_of(scenario)}))
 
