@@ -193,7 +193,9 @@ def pods_on_unavailable_nodes(result: Result) -> list[tuple]:
     for job, role, index, node, start, end in zip(tasks.job, tasks.role, tasks["index"], tasks.node,
                                                   tasks.start.to_numpy(float), stop):
         pod = f"{job}-{role}-{index}"
-        if any(lo <= start < hi for lo, hi in spans.get(node, [])) or any(start <= at < end for at in lost_at.get(node, [])):
+        # a pod bound at the instant of a failure was bound after it (node events come before that
+        # instant's session), so only a pod already running when the node failed must have left it
+        if any(lo <= start < hi for lo, hi in spans.get(node, [])) or any(start < at < end for at in lost_at.get(node, [])):
             bad.append((pod, node, start))
     return bad
 

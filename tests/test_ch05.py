@@ -53,9 +53,13 @@ def test_stalled_time_ends_when_the_last_worker_starts():
     blocker["tasks"][0].update(replicas=1, minAvailable=1)
     data["jobs"] = [blocker, job]
     run = labkit.simulate(labkit.spec.validate(data))
-    starts = run.tasks[run.tasks.job == "default/ddp-y"].start.sort_values().to_numpy()
+    pods = run.tasks[run.tasks.job == "default/ddp-y"]
+    starts, ends = pods.start.sort_values().to_numpy(), pods.end.sort_values().to_numpy()
     assert len(starts) == 2 and starts[1] > starts[0]
-    assert steps.stalled_gpu_hours(run) == pytest.approx(8 * (starts[1] - starts[0]) / 3600)
+    # stalled while one worker runs alone: before the second starts, and after the first ends (each
+    # pod runs its own duration, the job completes when both have)
+    alone = (starts[1] - starts[0]) + (ends[1] - ends[0])
+    assert steps.stalled_gpu_hours(run) == pytest.approx(8 * alone / 3600)
 
 
 def test_gang_pair_is_the_shipped_example():
