@@ -28,6 +28,8 @@ from labkit.engine import core
 cached = core.load_cached
 core.load_cached = lambda dispatcher, sig: any(b.done() for b in core.Build.running.values()) and cached(dispatcher, sig)
 progress.DELAY = 0.0
+import labkit.engine.simulate
+labkit.engine.simulate.DELAY = 0.0  # simulate reads its own binding of the delay: show the line at once
 scenario = {scenario}
 out = []
 for engine in {engines}:
