@@ -414,14 +414,7 @@ def _parse_arguments(kind: Plugin, arguments: Mapping[str, Any], resource_names:
             args[Arg.BINPACK_WEIGHT] = number("binpack.weight")
         # binpack.go: cpu and memory are always scored (weight 1 unless given); extra resources
         # only when listed in binpack.resources, each with weight 1 unless given.
-        scored = {"cpu": 1.0, "memory": 1.0}
-        for key in ("cpu", "memory"):
-            if f"binpack.{key}" in arguments:
-                scored[key] = number(f"binpack.{key}")
-        listed = [r.strip() for r in str(arguments.get("binpack.resources", "")).split(",") if r.strip()]
-        for res in listed:
-            key = f"binpack.resources.{res}"
-            scored[res] = number(key) if key in arguments else 1.0
+        scored = _binpack_weights(arguments, "binpack.", number)
         for r, res in enumerate(resource_names):
             if res in scored:
                 weights[r] = scored[res]
@@ -444,6 +437,21 @@ def _parse_arguments(kind: Plugin, arguments: Mapping[str, Any], resource_names:
         _topology_arguments(arguments, resource_names, args, weights, number, where)
 
 
+def _binpack_weights(arguments: Mapping[str, Any], prefix: str, number) -> dict[str, float]:
+    """resource -> weight as binpack.go reads `<prefix>cpu`, `<prefix>memory` (1 unless given) and the
+    resources listed in `<prefix>resources` (`<prefix>resources.<name>`, 1 unless given); shared by
+    binpack and network-topology-aware's HyperNode binpacking."""
+    scored = {"cpu": 1.0, "memory": 1.0}
+    for res in ("cpu", "memory"):
+        if f"{prefix}{res}" in arguments:
+            scored[res] = number(f"{prefix}{res}")
+    listed = [r.strip() for r in str(arguments.get(f"{prefix}resources", "")).split(",") if r.strip()]
+    for res in listed:
+        key = f"{prefix}resources.{res}"
+        scored[res] = number(key) if key in arguments else 1.0
+    return scored
+
+
 def _topology_arguments(arguments: Mapping[str, Any], resource_names: Sequence[str], args: np.ndarray,
                         weights: np.ndarray, number, where: str) -> None:
     """network-topology-aware's arguments (getPriorityWeight, getNormalPodConfig): the plugin weight,
@@ -453,14 +461,7 @@ def _topology_arguments(arguments: Mapping[str, Any], resource_names: Sequence[s
     if "weight" in arguments:
         value = number("weight")
         args[Arg.TOPOLOGY_WEIGHT] = value if value >= 0 else ARG_DEFAULTS[Arg.TOPOLOGY_WEIGHT]
-    scored = {"cpu": 1.0, "memory": 1.0}
-    for res in ("cpu", "memory"):
-        if f"hypernode.binpack.{res}" in arguments:
-            scored[res] = number(f"hypernode.binpack.{res}")
-    listed = [r.strip() for r in str(arguments.get("hypernode.binpack.resources", "")).split(",") if r.strip()]
-    for res in listed:
-        key = f"hypernode.binpack.resources.{res}"
-        scored[res] = number(key) if key in arguments else 1.0
+    scored = _binpack_weights(arguments, "hypernode.binpack.", number)
     for r, res in enumerate(resource_names):
         if res in scored:
             weights[r] = scored[res] if scored[res] >= 0 else 1.0
