@@ -173,10 +173,10 @@ def _is_volcano(name: str) -> bool:
 
 def _conf(data: dict) -> dict:
     """The scenario's Volcano conf in YAML form, written out in full so it can be edited."""
-    scheduler = data.setdefault("scheduler", {})
-    if "conf" not in scheduler:
-        scheduler["conf"] = conf_of(validate(data)).model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return scheduler["conf"]
+    if "conf" not in data.get("scheduler", {}):  # resolve first: no scheduler section means the default policy
+        conf = conf_of(validate(data)).model_dump(mode="json", by_alias=True, exclude_unset=True)
+        data.setdefault("scheduler", {})["conf"] = conf
+    return data["scheduler"]["conf"]
 
 
 def plugin(scenario: Scenario, name: str) -> Knob:

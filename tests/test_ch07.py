@@ -180,3 +180,17 @@ def test_the_chapter_scenarios_run_alike_on_both_engines(build):
     assert fast.info["engine"] == "numba" and slow.info["engine"] == "reference"
     columns = ["name", "start", "end", "evictions"]
     assert fast.jobs[columns].fillna(-1).equals(slow.jobs[columns].fillna(-1))
+
+
+def test_the_preempt_toggle_on_the_chapter_panel_reruns_the_scenario():
+    """Section 7.5's panel: the priority stream names no scheduler, so the toggle must write the default
+    conf with preempt added (it used to add an empty scheduler section the scenario then refused)."""
+    from labkit import widgets
+
+    scenario = cases.priority_stream()
+    assert "scheduler" not in scenario.model_dump(exclude_unset=True)
+    panel = widgets.Panel(scenario, [widgets.action(scenario, "preempt")], charts=(), debounce=0, by="priority")
+    panel.set("action/preempt", True)
+    assert panel.runs == 2, panel._status.value
+    assert "preempt" in panel.scenario().scheduler.conf.action_list()
+    assert panel.table.loc["cluster", "evictions"] == 0  # the batch jobs never start, so there is nobody to evict
