@@ -57,6 +57,22 @@ def test_votes_whole_gang_is_safe():
     assert not table["tier1:gang"].any() and not table.victim.any() and not table.evicted.any()
 
 
+def test_the_shipped_confs_preemptable_switches_leave_a_gang_unprotected():
+    """Section 8.2's last cells: the shipped conf has `enablePreemptable: false` on gang and drf, so with
+    only preempt added the first tier is priority and conformance, and urgent's 6 GPUs take both of
+    sweep's pods (below its minAvailable) and one of ft's; volcano-multitenant evicts nobody."""
+    shipped = spec.policy("volcano-shipped").model_dump(mode="json", by_alias=True, exclude_unset=True)
+    assert [p["name"] for t in shipped["tiers"] for p in t["plugins"] if p.get("enablePreemptable") is False] == [
+        "gang", "drf"]
+    shipped["actions"] += ", preempt"
+    data = cases.victims_snapshot(urgent_gpus=6).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data["scheduler"] = {"conf": shipped}
+    evicted = labkit.cycle(spec.validate(data)).evicted()
+    assert sorted(evicted) == ["ml/ft-worker-1", "ml/sweep-worker-0", "ml/sweep-worker-1"]
+    assert [_job(p) for p in evicted][:2] == ["sweep", "sweep"]  # the lower-priority job's pods go first
+    assert labkit.cycle(cases.victims_snapshot(urgent_gpus=6)).evicted() == []
+
+
 @pytest.mark.parametrize(("gpus", "priority"), VARIANTS)
 def test_votes_combine_as_the_session_does(gpus, priority):
     table = steps.votes(cases.victims_snapshot(gpus, priority), URGENT, "gpu-0")
