@@ -191,6 +191,16 @@ def test_right_passes_wrong_fails_default_variant(capsys, monkeypatch):
         assert capsys.readouterr().out.startswith(f"{qid}: 错误（")
 
 
+def test_a_job_named_once_per_evicted_pod_is_told_so():
+    """A job written twice (once per evicted pod, say) is wrong, and the verdict says so instead of
+    blaming the order."""
+    student = next(f"s{i:03d}" for i in range(1, 500) if variants.params(8, f"s{i:03d}")["urgent_gpus"] == 2)
+    expected = _evicted_jobs(2, variants.params(8, student)["ft_priority"])
+    verdict = judge("ch08.q1", expected * 2, student)
+    assert not verdict.passed and "只写一次" in verdict.reason
+    assert judge("ch08.q1", expected, student).passed
+
+
 def test_victims_order_matters():
     order = _evicted_jobs(4, 500)
     assert len(order) == 2

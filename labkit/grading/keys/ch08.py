@@ -31,6 +31,8 @@ def lost_work_min(interval_min: int) -> float:
 @register("ch08.q1", points=2)
 def _victims(answer: list[str], v: dict) -> tuple[bool, str]:
     given = names(answer, "作业名列表（按驱逐顺序；没有被驱逐的就写 []）")
+    if len(set(given)) != len(given):
+        return False, "每个作业只写一次（按它第一次被驱逐的顺序），不是每个被驱逐的 Pod 写一次"
     expected = evicted_jobs(v["urgent_gpus"], v["ft_priority"])
     if set(given) != set(expected):
         return False, "逐个插件看投票：哪些 Pod 在第一层同时被 priority、gang、conformance 选中，腾出的卡够不够"
