@@ -188,3 +188,17 @@ def test_grade_judges_each_student_on_their_own_chapter_2_variant(tmp_path):
         {"ch02.q1": "failed", "ch02.q2": "passed", "ch02.q3": "passed"}
     assert rows[(two, "ch02.q1")]["reason"] == "空闲 GPU 总数不对 [wrong]"
     assert {r["verdict"] for (s, q), r in rows.items() if s == f"{two}x"} == {"passed"}
+
+
+def test_ch01_q3_lab_gives_the_symptoms_the_key_judges():
+    """Ex. 1.3's answer is keyed by the six symptoms' exact text: the lab must hand them to the student
+    (they once lived only inside the stripped solution), and the solution's answer built from them passes."""
+    from labkit.grading.keys.ch01 import symptoms
+
+    for folder in ("labs", "solutions"):
+        nb = nbformat.read(ROOT / folder / "ch01_intro.ipynb", as_version=4)
+        cell = next(c for c in nb.cells if "answer:ch01.q3" in c.metadata.get("tags", []))
+        namespace: dict = {}
+        exec(cell.source.replace("...  # 在此作答", "None"), namespace)
+        assert namespace["SYMPTOMS"] == list(symptoms()), folder
+    assert judge("ch01.q3", dict(zip(namespace["SYMPTOMS"], symptoms().values()))).passed
