@@ -301,11 +301,12 @@ def _not_enqueued(key, at, phase, ssn: Session, info: JobInfo, queue: QueueInfo)
     over = [(res, v, a, i, e, f, c) for res, v, a, i, e, f, c in _dims(
         ssn, need, need, attr.allocated, attr.inqueue, attr.elastic, future, attr.real_capability) if f > c]
     lines = [f"{name}: minResources + allocated + inqueue - elastic > realCapability of queue \"{queue.name}\""]
-    lines += [f"  {res}: {v:g} + {a:g} + {i:g} - {e:g} = {f:g} > {c:g}" for res, v, a, i, e, f, c in over]
+    lines += ["  {}: {} + {} + {} - {} = {} > {}".format(res, *(_quantity(res, x) for x in (v, a, i, e, f, c)))
+              for res, v, a, i, e, f, c in over]
     capability = metrics.to_units(ssn.problem, np.nan_to_num(queue.capability, nan=np.inf))
     named = {r: v for r, v in capability.items() if math.isfinite(v)}
     if named:
-        lines.append("queue capability: " + ", ".join(f"{r}={v:g}" for r, v in named.items()))
+        lines.append("queue capability: " + ", ".join(f"{r}={_quantity(r, v)}" for r, v in named.items()))
     return Explanation(key, at, phase, "QueueResourceQuotaInsufficient",
                        format_resource_names("queue resource quota insufficient", "insufficient", [o[0] for o in over]),
                        lines, event=event)
@@ -332,7 +333,8 @@ def _overcommit_room(ssn: Session, info: JobInfo, entry) -> tuple[str, list[str]
     room = ssn.total_resource * factor - used
     over = [(res, m, i, t, u, r) for res, m, i, t, u, r in _dims(
         ssn, info.min_resources, info.min_resources, inqueue, ssn.total_resource, used, room) if i + m > r]
-    parts = [f"{res}: inqueue {i:g} + job {m:g} > total {t:g} x {factor:g} - used {u:g} = {r:g}"
+    parts = [f"{res}: inqueue {_quantity(res, i)} + job {_quantity(res, m)} > total {_quantity(res, t)} "
+             f"x {factor:g} - used {_quantity(res, u)} = {_quantity(res, r)}"
              for res, m, i, t, u, r in over]
     return "; ".join(parts) or "idle room exhausted", [o[0] for o in over]
 
@@ -388,7 +390,7 @@ def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: Que
     gang = _gang(snap, info.index)
     attr = metrics.queue_attrs(ssn).get(queue.index)
     if ssn.overused(queue) and attr is not None:
-        lines = [f"{res}: deserved {d:g} <= allocated {a:g}" for res, d, a in _dims(
+        lines = [f"{res}: deserved {_quantity(res, d)} <= allocated {_quantity(res, a)}" for res, d, a in _dims(
             ssn, attr.deserved + attr.allocated, attr.deserved, attr.allocated)]
         return Explanation(key, at, phase, "QueueOverused", f'queue "{queue.name}" is overused: allocate skips it',
                            lines, gang.condition, gang.event)
@@ -399,7 +401,9 @@ def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: Que
             attr = entry.plugin.attrs[queue.index]
             limit = attr.deserved if _plugin(entry) == "proportion" else attr.real_capability
             word = "deserved" if _plugin(entry) == "proportion" else "realCapability"
-            lines = [f"{res}: allocated {a:g} + request {r:g} = {a + r:g} > {word} {d:g}" for res, a, r, d in _dims(
+            lines = [f"{res}: allocated {_quantity(res, a)} + request {_quantity(res, r)} = {_quantity(res, a + r)} "
+                     f"> {word} {_quantity(res, d)}"
+                     for res, a, r, d in _dims(
                 ssn, task.request, attr.allocated, task.request, limit) if a + r > d + 1e-9]
             return Explanation(key, at, phase, "QueueDeservedExceeded",
                                f'queue "{queue.name}": {task.name} is not allocatable ({_plugin(entry)})',
@@ -436,7 +440,7 @@ def _no_hyper_node(key, at, phase, ssn: Session, info: JobInfo, gang: Gang) -> E
             continue
         idle = sum((ssn.nodes[n].idle for n in members), np.zeros(ssn.problem.n_resources))
         future = sum((ssn.nodes[n].future_idle() for n in members), np.zeros(ssn.problem.n_resources))
-        short = [f"{res}: idle {i:g}, future idle {f:g} < minResources {m:g}"
+        short = [f"{res}: idle {_quantity(res, i)}, future idle {_quantity(res, f)} < minResources {_quantity(res, m)}"
                  for res, m, i, f in _dims(ssn, need, need, idle, future) if i < m and f < m]
         lines.append(f"hyperNode {hn.names[h]} (tier {hn.tier[h]}): " + ("; ".join(short) or "room enough"))
     message = (f"no HyperNode of tier <= {info.topology_tier} has room for the whole gang (minResources): "
@@ -679,11 +683,15 @@ def describe_podgroup(result: Result, job: str, at: float) -> str:
 
 
 def _quantity(resource: str, value: float) -> str:
-    """A quantity as kubectl prints it: memory in Gi/Mi when whole, else the plain number."""
+    """A quantity as kubectl prints it: memory in Gi/Mi when whole; memory of a Gi or more that is not
+    whole (a sum times the overcommit factor) in Gi with its fraction, so the sums read as they add up;
+    else the plain number."""
     if resource == "memory":
         for suffix, size in (("Gi", 2 ** 30), ("Mi", 2 ** 20)):
             if value >= size and value % size == 0:
                 return f"{value / size:g}{suffix}"
+        if abs(value) >= 2 ** 30:
+            return f"{value / 2 ** 30:.6g}Gi"
     return f"{value:g}"
 
 

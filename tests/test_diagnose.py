@@ -342,3 +342,17 @@ def test_explain_a_slurm_run_with_squeue_s_reason_and_the_planned_start():
     assert why.slurm_reason == pending.reason
     first = events[events.kind == "Bound"].iloc[0]
     assert diagnose.explain(result, first.job, first.time).message == first.message
+
+
+def test_memory_in_an_overcommit_line_reads_in_gi():
+    """A job whose memory does not fit overcommit's idle room: the line gives memory in Gi, so the sum a
+    student checks by hand adds up (raw bytes in %g form, 6.04731e+12, did not)."""
+    node = {GPU: 8, "cpu": 64, "memory": "100Gi"}
+    result = run(cluster={"pools": [{"name": "gpu", "count": 1, "resources": node}]}, queues=[{"name": "a"}],
+                 jobs=[{"name": "j0", "queue": "a", "duration": "10h",
+                        "tasks": [{"resources": {GPU: 1, "memory": "70Gi"}}]},
+                       {"name": "j1", "queue": "a", "duration": "10h",
+                        "tasks": [{"resources": {GPU: 1, "memory": "60Gi"}}]}])
+    why = diagnose.explain(result, "j1", at=100)
+    assert why.reason == "ClusterOverused"
+    assert f"memory: inqueue 0 + job 60Gi > total 100Gi x 1.2 - used 70Gi = {100 * 1.2 - 70:g}Gi" in why.details[0]
