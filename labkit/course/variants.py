@@ -41,8 +41,10 @@ OPTIONS: dict[int, dict[str, tuple[Any, ...]]] = {
     7: {"default_class": ("batch", "none", "prod"), "batch_jobs": (6, 3, 4, 5, 7, 8)},
     # ch. 8: the preemptor's GPUs and ft's PriorityClass value in the victims snapshot; the lost-work budget (min)
     8: {"urgent_gpus": (2, 4, 6), "ft_priority": (500, 50), "lost_budget_min": (60, 30, 90, 150)},
-    # ch. 9: the evaluation jobs' run time (s) in the three-limit burst; the overcommit-factor of the wave
-    9: {"duration": (90, 40, 60, 120, 150), "factor": (2.0, 1.25, 1.5, 1.75, 2.5, 3.0)},
+    # ch. 9: the evaluation jobs' run time (s) in the three-limit burst, one per retry of the controller's
+    # backoff c-eval-4 is created at (11, 21, 41, 82, 164 s: no two options share an answer); the
+    # overcommit-factor of the wave
+    9: {"duration": (90, 10, 20, 40, 60), "factor": (2.0, 1.25, 1.5, 1.75, 2.5, 3.0)},
     # ch. 10: the three queues' weights (a, b, c) and GPU requests (a, b, c, in 4-GPU jobs)
     10: {"weights": ((5, 3, 2), (4, 3, 1), (3, 2, 1), (6, 3, 1), (4, 2, 2), (5, 4, 1), (3, 3, 2)),
          "gpus": ((24, 16, 4), (20, 20, 4), (28, 12, 8), (16, 24, 4), (24, 20, 8), (20, 16, 8))},
