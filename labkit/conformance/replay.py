@@ -9,8 +9,17 @@ A recording is a folder, as `labkit cluster apply` + `labkit cluster observe --j
 * `recording.yaml` (optional): what ran it — `volcano` (the build), `kubernetes` (the version
   Volcano vendors, which decides nodeorder's BalancedAllocation score: "1.36" scores the change
   a pod makes to the node's balance), `schedulePeriod` (vc-scheduler's `--schedule-period`, real
-  seconds, default 1s) and `random` (job -> why: where Volcano broke a tie of node scores at random
-  and the job's start followed the choice). Without it: Volcano v1.15.1's scoring, a 1 s period.
+  seconds, default 1s), `random` (job -> why: where Volcano broke a tie of node scores at random
+  and the job's start followed the choice) and `victimOrder` (why: preempt and reclaim met the
+  node's pods in an order the recording cannot show, as Volcano walks node.Tasks, a Go map, and
+  gang's Preemptable keeps the first pods it meets). Without it: Volcano v1.15.1's scoring, a 1 s
+  period, labkit's own victim order.
+
+With `victimOrder`, the simulator (the reference engine) walks each node's pods with the pods the
+recording evicted within the tolerance of that moment first, and in index order otherwise: one of
+the orders a Go map may give, so the run is one the real scheduler could have made, the one
+closest to the recording. The report says how many walks that changed and how the run with
+labkit's own order compares.
 
 DIR is one recording or a folder of them. Each is judged with `labkit.compare.compare`: the
 simulated run is A, the recording B, its latency two sessions of the real period (a vcjob starts
@@ -24,14 +33,15 @@ import argparse
 import csv
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
 
-from ..compare import compare, load_run
+from ..compare import compare, latency, load_run
 from ..engine.problem import kubernetes_minor
 from ..engine.simulate import simulate
+from ..engine.volcano.reference import run_session
 from ..errors import LabkitError
 from ..k8s.observe import DEFAULT_SCHEDULE_PERIOD, VCJOB_START_SESSIONS
 from ..results import Result
@@ -41,7 +51,7 @@ from ..spec.quantity import parse_duration
 RECORDINGS = Path(__file__).with_name("volcano-real")
 """The recorded real runs shipped with labkit (`labkit replay` without DIR)."""
 
-META_KEYS = {"volcano", "kubernetes", "schedulePeriod", "random", "notes"}
+META_KEYS = {"volcano", "kubernetes", "schedulePeriod", "random", "victimOrder", "notes"}
 
 
 @dataclass
@@ -55,6 +65,8 @@ class Recording:
     volcano: str
     kubernetes: str | None
     random: dict[str, str] = field(default_factory=dict)
+    victim_order: str | None = None
+    """Why the real victim order was one a recording cannot show (`victimOrder`); None: labkit's own."""
 
 
 def recordings(folder: str | Path) -> list[Path]:
@@ -90,8 +102,12 @@ def load_recording(folder: Path) -> Recording:
     random = meta.get("random") or {}
     if not isinstance(random, dict):
         raise LabkitError(f"{folder / 'recording.yaml'}: random must map job (namespace/name) to why")
+    victim_order = meta.get("victimOrder")
+    if victim_order is not None and not (isinstance(victim_order, str) and victim_order.strip()):
+        raise LabkitError(f"{folder / 'recording.yaml'}: victimOrder must say why the real victim order was random")
     return Recording(folder.name, scenario, real, str(meta.get("volcano", "v1.15.1 (assumed)")),
-                     None if kubernetes is None else str(kubernetes), {str(k): str(v) for k, v in random.items()})
+                     None if kubernetes is None else str(kubernetes), {str(k): str(v) for k, v in random.items()},
+                     victim_order)
 
 
 def _meta(path: Path) -> dict:
@@ -142,7 +158,8 @@ def _recorded_pods(path: Path, time_scale: float) -> list[dict]:
         task = row["pod"][len(job) + 1:].rsplit("-", 1)[0]
         end = row["end"] or row["evicted"] or row["deleted_w"]
         out.append({"job": row["job"], "task": task, "pod": name, "node": row["node"], "first": name not in seen,
-                    "start": float(row["start"]) * time_scale, "end": float(end) * time_scale if end else None})
+                    "start": float(row["start"]) * time_scale, "end": float(end) * time_scale if end else None,
+                    "evicted": float(row["evicted"]) * time_scale if row["evicted"] else None})
         seen.add(name)
     return out
 
@@ -168,13 +185,49 @@ def job_classes(scenario: Scenario) -> dict[str, str]:
     return classes
 
 
+@dataclass
+class Steer:
+    """A walk of node.Tasks (`Session.walk`) that meets first the pods the recording evicted within
+    `window` of the session's time; counts the walks it changed."""
+
+    evicted: dict[str, list[float]]
+    window: float
+    walks: int = 0
+    changed: int = 0
+
+    def __call__(self, ssn, node, tasks: list) -> list:
+        def other(task) -> bool:
+            return not any(abs(t - ssn.now) <= self.window for t in self.evicted.get(task.name, ()))
+
+        ordered = sorted(tasks, key=other)
+        self.walks += 1
+        self.changed += ordered != tasks
+        return ordered
+
+
 def judge(recording: Recording, engine: str = "auto"):
-    """Simulate the recording's scenario and compare it (A) with the recording (B)."""
-    result = simulate(recording.scenario, engine=engine)
-    sim = {**json.loads(json.dumps(result.to_json())), "pods": simulated_pods(result)}
+    """Simulate the recording's scenario and compare it (A) with the recording (B); under
+    `victimOrder` the reference engine walks node.Tasks as `Steer` does, and the Comparison's
+    `variant` says what that changed."""
     unknown = set(recording.random) - {f"{j.namespace}/{j.name}" for j in recording.scenario.jobs}
     if unknown:
         raise LabkitError(f"{recording.name}/recording.yaml: random names no job of the scenario: {min(unknown)}")
+    if recording.victim_order is None:
+        return _compare(recording, simulate(recording.scenario, engine=engine))
+    real = recording.real
+    steer = Steer({}, latency(real)[0] + float(real.get("time_scale", 0.0)))
+    for pod in real["pods"]:
+        if pod.get("evicted") is not None:
+            steer.evicted.setdefault(pod["pod"], []).append(pod["evicted"])
+    steered = _compare(recording, simulate(recording.scenario, session=lambda p, s: run_session(p, s, steer)))
+    own = _compare(recording, simulate(recording.scenario, engine="reference"))
+    return replace(steered, variant=f"victim order steered to the recording's evictions (within {steer.window:g} s) in "
+                       f"{steer.changed} of {steer.walks} walks of a node's pods; with labkit's own order: "
+                       + (f"{len(own.problems)} problem(s)" if own.problems else "agrees as well"))
+
+
+def _compare(recording: Recording, result: Result):
+    sim = {**json.loads(json.dumps(result.to_json())), "pods": simulated_pods(result)}
     pools = {node: pool.name for pool in recording.scenario.cluster.pools for node in pool.node_names()}
     return compare(sim, recording.real, labels=(f"simulator ({result.info.get('engine')})", f"Volcano {recording.volcano}"),
                    classes=job_classes(recording.scenario), random=recording.random, pools=pools)
@@ -196,6 +249,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
               f"{result.why})")
         if args.verbose or not result.agree:
             print("\n".join(f"    {line}" for line in result.report().splitlines()))
+        if result.variant:
+            print(f"    variant: {result.variant}; why: {recording.victim_order.strip()}")
         for why, jobs in _grouped(recording.random).items():
             print(f"    variant {', '.join(jobs)}: {why}")
         passed += result.agree
