@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -67,6 +68,20 @@ class Recording:
     random: dict[str, str] = field(default_factory=dict)
     victim_order: str | None = None
     """Why the real victim order was one a recording cannot show (`victimOrder`); None: labkit's own."""
+    stated: str = "recording.yaml"
+    """Where the build was read from (recording.yaml, README.md); "" when v1.15.1 is assumed."""
+
+    def ran(self) -> str:
+        """What ran the recording, and where that was read, for the report line."""
+        if not self.stated:
+            return ("Volcano v1.15.1 assumed: the folder has no recording.yaml and its README.md names no build; "
+                    "state it in recording.yaml, e.g. volcano: master ed72c7c8 and kubernetes: \"1.36\"")
+        scoring = f", nodeorder scoring Kubernetes {self.kubernetes}" if self.kubernetes else ""
+        unknown = "" if self.kubernetes or self.stated != "README.md" else (
+            ", which vendors a Kubernetes labkit does not know: v1.15.1's scoring assumed "
+            "(state it in recording.yaml as kubernetes: \"1.36\")")
+        source = "" if self.stated == "recording.yaml" else f" (from {self.stated}{unknown})"
+        return f"Volcano {self.volcano}{scoring}{source}"
 
 
 def recordings(folder: str | Path) -> list[Path]:
@@ -83,8 +98,18 @@ def recordings(folder: str | Path) -> list[Path]:
 
 
 def load_recording(folder: Path) -> Recording:
-    """Read one recording folder (LabkitError naming the file on bad input)."""
-    meta = _meta(folder / "recording.yaml")
+    """Read one recording folder (LabkitError naming the file on bad input). Without a
+    recording.yaml, a copy of a recording labkit ships (same name, same real.json) takes the shipped
+    one's; any other, the build and period the README.md of the recording harness names
+    (`readme_meta`); without either, Volcano v1.15.1 is assumed. `stated` says which."""
+    meta, stated = _meta(folder / "recording.yaml"), "recording.yaml"
+    shipped = RECORDINGS / folder.name
+    if not meta and folder.resolve() != shipped.resolve() and _same(folder, shipped, "real.json"):
+        meta, stated = _meta(shipped / "recording.yaml"), "labkit's shipped copy of this recording"
+    if not meta:
+        meta, stated = readme_meta(folder / "README.md"), "README.md"
+    if "volcano" not in meta:
+        stated = ""
     kubernetes = meta.get("kubernetes")
     scenario_file = folder / "scenario.yaml"
     try:
@@ -105,9 +130,48 @@ def load_recording(folder: Path) -> Recording:
     victim_order = meta.get("victimOrder")
     if victim_order is not None and not (isinstance(victim_order, str) and victim_order.strip()):
         raise LabkitError(f"{folder / 'recording.yaml'}: victimOrder must say why the real victim order was random")
-    return Recording(folder.name, scenario, real, str(meta.get("volcano", "v1.15.1 (assumed)")),
+    return Recording(folder.name, scenario, real, str(meta.get("volcano", "v1.15.1")),
                      None if kubernetes is None else str(kubernetes), {str(k): str(v) for k, v in random.items()},
-                     victim_order)
+                     victim_order, stated)
+
+
+VENDORED_KUBERNETES = {"ed72c7c815a9fd547a787134676f73d42e9d049c": "1.36"}
+"""Volcano builds (commit) -> the Kubernetes they vendor (go.mod: k8s.io/kubernetes v1.36.1), which
+decides nodeorder's BalancedAllocation score; a build not here scores as v1.15.1 (Kubernetes 1.35)."""
+
+_README_VOLCANO = re.compile(r"^\* Volcano: volcano-sh/volcano (?P<ref>\S+)(?: (?P<sha>[0-9a-f]{7,40}))?"
+                             r"(?: \(git describe v?(?P<describe>[^)]+?)(?:-g[0-9a-f]+)?\))?", re.M)
+_README_PERIOD = re.compile(r"--schedule-period=(?P<period>[0-9.]+m?s)\b")
+
+
+def readme_meta(path: Path) -> dict:
+    """What a recording's README.md says ran it, as recording.yaml would say it: the line
+    `* Volcano: volcano-sh/volcano master ed72c7c8... (git describe v1.16.0-alpha.1-42-g...)` gives
+    `volcano` (and `kubernetes` for a build in VENDORED_KUBERNETES), `--schedule-period=1s` gives
+    `schedulePeriod`; {} when there is no such line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    found = _README_VOLCANO.search(text)
+    if not found:
+        return {}
+    sha, describe = found["sha"], found["describe"]
+    meta = {"volcano": " ".join(filter(None, [found["ref"], sha and sha[:8], describe and f"(v{describe})"]))}
+    for commit, kubernetes in VENDORED_KUBERNETES.items():
+        if sha and commit.startswith(sha):
+            meta["kubernetes"] = kubernetes
+    period = _README_PERIOD.search(text)
+    if period:
+        meta["schedulePeriod"] = period["period"]
+    return meta
+
+
+def _same(folder: Path, other: Path, name: str) -> bool:
+    try:
+        return (folder / name).read_bytes() == (other / name).read_bytes()
+    except OSError:
+        return False
 
 
 def _meta(path: Path) -> dict:
@@ -243,10 +307,8 @@ def replay(folder: str | Path, engine: str = "auto") -> Iterator[tuple[Recording
 def cmd_replay(args: argparse.Namespace) -> int:
     passed = failed = 0
     for recording, result in replay(args.dir or RECORDINGS, args.engine):
-        scoring = f", nodeorder scoring Kubernetes {recording.kubernetes}" if recording.kubernetes else ""
         status = "PASS" if result.agree else "FAIL"
-        print(f"{status} {recording.name} (Volcano {recording.volcano}{scoring}; tolerance {result.tolerance:g} s: "
-              f"{result.why})")
+        print(f"{status} {recording.name} ({recording.ran()}; tolerance {result.tolerance:g} s: {result.why})")
         if args.verbose or not result.agree:
             print("\n".join(f"    {line}" for line in result.report().splitlines()))
         if result.variant:
