@@ -240,7 +240,8 @@ def test_victim_order_variant_takes_the_pods_the_recording_evicted():
     result = judge(recording, engine="reference")
     assert result.agree, result.report()
     assert result.variant.startswith("victim order steered to the recording's evictions (within 3 s) in ")
-    assert "with labkit's own order: " in result.variant and "problem(s)" in result.variant
+    assert "on the reference engine; with labkit's own order (reference): " in result.variant
+    assert result.variant.endswith("problem(s)")
 
 
 def test_without_victim_order_mt_priority_30_disagrees_on_evictions(tmp_path, capsys):

@@ -284,10 +284,12 @@ def judge(recording: Recording, engine: str = "auto"):
         if pod.get("evicted") is not None:
             steer.evicted.setdefault(pod["pod"], []).append(pod["evicted"])
     steered = _compare(recording, simulate(recording.scenario, session=lambda p, s: run_session(p, s, steer)))
-    own = _compare(recording, simulate(recording.scenario, engine="reference"))
-    return replace(steered, variant=f"victim order steered to the recording's evictions (within {steer.window:g} s) in "
-                       f"{steer.changed} of {steer.walks} walks of a node's pods; with labkit's own order: "
-                       + (f"{len(own.problems)} problem(s)" if own.problems else "agrees as well"))
+    own = simulate(recording.scenario, engine=engine)
+    judged = _compare(recording, own)
+    return replace(steered, variant=(
+        f"victim order steered to the recording's evictions (within {steer.window:g} s) in {steer.changed} of "
+        f"{steer.walks} walks of a node's pods, on the reference engine; with labkit's own order "
+        f"({own.info.get('engine')}): " + (f"{len(judged.problems)} problem(s)" if judged.problems else "agrees as well")))
 
 
 def _compare(recording: Recording, result: Result):

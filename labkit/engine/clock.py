@@ -23,7 +23,8 @@ Time follows a real Volcano cluster, one step at a time:
   and the PodGroup goes back to Pending. An elastic job that keeps minAvailable loses only the
   surplus pod, which the vcjob controller recreates (Volcano's default action, SyncJob) and which,
   once it runs again, runs its whole duration (as on KWOK): when the job's work is done, its other
-  pods succeed and give their resources back, and the job completes when the recreated pods have.
+  pods succeed and give their resources back, each recreated pod succeeds when its own duration
+  ends, and the job completes with the last.
 
 The session itself (a family's reference session (`labkit.engine.families`) or the numba core) sees only the
 PodGroups and pods that exist at that moment, re-indexed into a sub-Problem, as Volcano's cache
