@@ -16,8 +16,9 @@ A recording is a folder, as `labkit cluster apply` + `labkit cluster observe --j
   period, labkit's own victim order.
 
 With `victimOrder`, the simulator (the reference engine) walks each node's pods with the pods the
-recording evicted within the tolerance of that moment first, and in index order otherwise: one of
-the orders a Go map may give, so the run is one the real scheduler could have made, the one
+recording evicted within the tolerance of that moment first, and in index order otherwise: the
+same votes and victim heap as ever, fed the order the recording points to where Go's walk of a map
+starts at a random place each time (labkit's own order is task index), so the run is the variant
 closest to the recording. The report says how many walks that changed and how the run with
 labkit's own order compares.
 

@@ -404,7 +404,8 @@ class Session:
 
     def node_tasks(self, node: NodeInfo) -> list[TaskInfo]:
         """The node's tasks in the order `for _, task := range node.Tasks` meets them: Volcano
-        walks a Go map, so the order is random; labkit takes task index order, or `walk`'s."""
+        walks a Go map, whose walk starts at a random place each time; labkit takes task index
+        order, or `walk`'s."""
         tasks = [t for _, t in sorted(node.tasks.items())]
         return tasks if self.walk is None else self.walk(self, node, tasks)
 
