@@ -141,6 +141,8 @@ class Comparison:
     problems: list[str]
     tolerance: float
     why: str
+    variant: str = ""
+    """Which of the runs the scheduler could have made A is, when not its default (`labkit replay`)."""
 
     @property
     def agree(self) -> bool:
@@ -148,8 +150,9 @@ class Comparison:
 
     def report(self) -> str:
         a, b = self.labels
-        lines = [f"compare {self.scenario}: A = {a}, B = {b}", f"tolerance {self.tolerance:g} s ({self.why})", "",
-                 _format(self.table), ""]
+        lines = [f"compare {self.scenario}: A = {a}, B = {b}", f"tolerance {self.tolerance:g} s ({self.why})"]
+        lines += [f"A's variant: {self.variant}"] if self.variant else []
+        lines += ["", _format(self.table), ""]
         if self.agree:
             started = int(self.table["start A"].notna().sum())
             filled = ", ".join(self.table.index[self.table["backfilled A"] == "yes"]) or "none"
@@ -212,7 +215,7 @@ def compare(a: dict, b: dict, tolerance: float | None = None, labels: tuple[str,
     if ta.evictions.notna().any() and tb.evictions.notna().any():
         _judge_evictions(ta, tb, [k for k in keys if k in ta.index and k in tb.index], classes or {}, problems)
     if a.get("pods") and b.get("pods"):
-        _judge_placement(a["pods"], b["pods"], random, pools or {}, classes or {}, problems)
+        _judge_placement(a["pods"], b["pods"], random, pools or {}, classes or {}, ra + rb, problems)
     both = [k for k in keys if not (math.isnan(sa[k]) or math.isnan(sb[k])) and k not in random]
     for i, x in enumerate(both):
         for y in both[i + 1:]:
@@ -255,10 +258,12 @@ def _pool(node: str, pools: dict[str, str]) -> str:
 
 
 def _judge_placement(pods_a: list[dict], pods_b: list[dict], random: dict[str, str], pools: dict[str, str],
-                     classes: dict[str, str], problems: dict[str, list[str]]) -> None:
+                     classes: dict[str, str], rounding: float, problems: dict[str, list[str]]) -> None:
     """Rule 6: every pod went, in both runs, to a node of the same pool running the same pods (by
     task, alike jobs as one) when it started: nodes alike at that moment tie, so which of them is no
-    matter. Pods of its own gang that started with it count, which tells packing from spreading."""
+    matter. Pods of its own gang that started with it count, which tells packing from spreading;
+    another job's pod that started or ended within `rounding` of it counts in neither run (the
+    clocks cannot tell whether it was there)."""
     def task(pod: dict) -> str:
         return f"{classes.get(pod['job'], pod['job'])}/{pod['task']}"
 
@@ -268,7 +273,8 @@ def _judge_placement(pods_a: list[dict], pods_b: list[dict], random: dict[str, s
         for p in pods:
             if p["node"] and p.get("first", True) and p["job"] not in random:
                 beside = sorted(task(q) for q in pods if q is not p and q["node"] == p["node"] and (
-                    q["start"] < p["start"] < q["end"] or (q["job"] == p["job"] and q["start"] == p["start"])))
+                    q["start"] + rounding < p["start"] < q["end"] - rounding
+                    or (q["job"] == p["job"] and q["start"] == p["start"])))
                 out[(p["job"], task(p), _pool(p["node"], pools), tuple(beside))] += 1
         return out
 

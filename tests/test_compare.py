@@ -174,3 +174,24 @@ def test_a_real_volcano_s_latency_is_sessions_times_period_times_time_scale():
     assert result.why == "latency 1200 s (2 session(s) x period 1 s x time scale 600, B) + rounding 0 s (A) + 600 s (B)"
     late = _run({"a": (0, 1802), "b": (0, 1800)}, "s", time_scale=600, schedule_period=1, start_sessions=2)
     assert compare(sim, late).problems == ["default/a: start differs by 1801 s"]
+
+
+def _pod(job: str, node: str, start: float, end: float | None) -> dict:
+    return {"job": f"default/{job}", "task": "worker", "pod": f"default/{job}-worker-0", "node": node,
+            "start": start, "end": end}
+
+
+def test_placement_counts_no_other_job_s_pod_that_started_within_the_roundings():
+    """b was bound in the session that bound a, on a's node: the simulator starts both at 10 s, a
+    real clock of whole seconds may show a at 10 s and b at 11 s. That is no placement difference;
+    a pod that had been running for seconds beside b, in one run only, is."""
+    sim = _run({"a": (0, 10), "b": (0, 10)}, "s", pods=[_pod("a", "n-0", 10, 50), _pod("b", "n-0", 10, 50)])
+    real = _run({"a": (0, 10), "b": (0, 11)}, "s", time_scale=1,
+                pods=[_pod("a", "n-0", 10, 50), _pod("b", "n-0", 11, 51)])
+    assert compare(sim, real).agree, compare(sim, real).report()
+    beside = _run({"a": (0, 5), "b": (0, 11)}, "s", time_scale=1,
+                  pods=[_pod("a", "n-0", 5, 50), _pod("b", "n-0", 11, 51)])
+    late = _run({"a": (0, 5), "b": (0, 11)}, "s", pods=[_pod("a", "n-1", 5, 50), _pod("b", "n-0", 11, 51)])
+    problems = compare(late, beside).problems
+    assert "default/b: placement: B started 1 default/b/worker pod(s) on a n node running default/a/worker, " \
+           "the other run did not" in problems

@@ -11,8 +11,9 @@ import yaml
 
 from labkit.cli import main
 from labkit.compare import compare
-from labkit.conformance.replay import RECORDINGS, judge, load_recording, recordings, simulated_pods
+from labkit.conformance.replay import RECORDINGS, Steer, judge, load_recording, recordings, simulated_pods
 from labkit.engine.simulate import simulate
+from labkit.engine.volcano.reference import run_session
 from labkit.spec import loads
 
 SHIPPED = recordings(RECORDINGS)
@@ -200,14 +201,13 @@ def test_a_surplus_pod_bound_later_runs_its_whole_duration_and_the_job_waits_for
     assert result.jobs.set_index("name").loc["elastic", "end"] == late.end
 
 
-@pytest.mark.skipif(not (SHARED / "mt-priority-30").is_dir(), reason=f"{SHARED / 'mt-priority-30'} is not here (a recording outside the project)")
 @pytest.mark.parametrize("engine", ["reference", "numba"])
 def test_mt_priority_30_s_never_evicted_elastic_job_ends_with_its_late_pod(engine):
-    """mt-priority-30 (not shipped: Volcano's random victim subsets make the rest of the run differ):
-    low8 (2 pods, minAvailable 1) was never evicted; worker-0 ran 27-67 s, worker-1 waited for room
-    until 68 s and ran its whole 40 s, and the vcjob completed at 108 s. The simulator agrees within
-    the recording's tolerance (before, it completed low8 at 67 s and never ran worker-1)."""
-    recording = load_recording(SHARED / "mt-priority-30")
+    """mt-priority-30: low8 (2 pods, minAvailable 1) was never evicted; worker-0 ran 27-67 s,
+    worker-1 waited for room until 68 s and ran its whole 40 s, and the vcjob completed at 108 s.
+    The simulator agrees within the recording's tolerance (before, it completed low8 at 67 s and
+    never ran worker-1)."""
+    recording = load_recording(RECORDINGS / "mt-priority-30")
     result = simulate(recording.scenario, engine=engine)
     real = next(j for j in recording.real["jobs"] if j["name"] == "low8")
     low8 = result.jobs.set_index("name").loc["low8"]
@@ -216,3 +216,108 @@ def test_mt_priority_30_s_never_evicted_elastic_job_ends_with_its_late_pod(engin
     assert abs(low8.end - real["end"]) <= tolerance, (low8.end, real["end"])
     runs = result.tasks[result.tasks.job == "ml/low8"]
     assert len(runs) == 2 and ((runs.end - runs.start) == 40).all()
+
+
+def _evicted_at(result, time: float) -> set[str]:
+    events = result.events
+    return set(events[(events.kind == "Evicted") & (events.time == time)].task)
+
+
+def test_victim_order_variant_takes_the_pods_the_recording_evicted():
+    """mt-priority-30 at 16 s: high1 needs 3 GPUs on the node holding low1's 3 pods and low2-worker-0.
+    gang's Preemptable offers the first 2 of low1's 3 running pods it meets (minAvailable 1) in the
+    walk of node.Tasks, a Go map: labkit's own order (task index) gives worker-0 and -1; the real
+    walk gave worker-1 and -2. Steered to the recording, the reference engine evicts those, and the
+    rest of the run follows: 'evicted only in B' for low2 is gone, the recording agrees."""
+    recording = load_recording(RECORDINGS / "mt-priority-30")
+    own = simulate(recording.scenario, engine="reference")
+    assert _evicted_at(own, 16) == {"ml/low1-worker-0", "ml/low1-worker-1"}
+    steer = Steer({"ml/low1-worker-1": [16.0], "ml/low1-worker-2": [16.0]}, 3.0)
+    steered = simulate(recording.scenario, session=lambda p, s: run_session(p, s, steer))
+    assert _evicted_at(steered, 16) == {"ml/low1-worker-1", "ml/low1-worker-2"}
+    assert steer.changed >= 1 and steer.walks > steer.changed
+
+    result = judge(recording, engine="reference")
+    assert result.agree, result.report()
+    assert result.variant.startswith("victim order steered to the recording's evictions (within 3 s) in ")
+    assert "on the reference engine; with labkit's own order (reference): " in result.variant
+    assert result.variant.endswith("problem(s)")
+
+
+def test_without_victim_order_mt_priority_30_disagrees_on_evictions(tmp_path, capsys):
+    folder = _copy("mt-priority-30", tmp_path)
+    meta = yaml.safe_load((folder / "recording.yaml").read_text())
+    del meta["victimOrder"]
+    (folder / "recording.yaml").write_text(yaml.safe_dump(meta))
+    problems = judge(load_recording(folder), engine="reference").problems
+    assert "ml/low2: evicted only in B" in problems
+    (folder / "recording.yaml").write_text(yaml.safe_dump({**meta, "victimOrder": "  "}))
+    assert main(["replay", str(folder), "--engine", "reference"]) == 2
+    assert "victimOrder must say why" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+def test_recreated_pods_each_end_after_their_own_duration(engine):
+    """An elastic vcjob (3 pods, minAvailable 1, 60 s) gets its pods one by one as fillers end (at
+    about 0, 20 and 40 s). On KWOK each pod runs 60 s from its own start and gives its GPU back
+    then, so the second pod's GPU is free at about 80 s for a job waiting for it, not only when the
+    third pod ends at about 100 s. (mt-priority-30: low4-worker-2, recreated, ran 69-120 s while
+    low4-worker-0's second run went on to 145 s.)"""
+    gpu = {"nvidia.com/gpu": 1, "cpu": 1, "memory": "1Gi"}
+    job = {"namespace": "default", "queue": "default", "gracePeriod": 0, "tasks": [{"resources": gpu}]}
+    scenario = loads(yaml.safe_dump({
+        "name": "own-durations",
+        "cluster": {"pools": [{"name": "gpu", "count": 1, "resources": {"nvidia.com/gpu": 4, "cpu": 64,
+                                                                         "memory": "512Gi"}}]},
+        "queues": [{"name": "default"}],
+        "jobs": [{**job, "name": "f1", "submit": 0, "duration": 20},
+                 {**job, "name": "f2", "submit": 0, "duration": 40},
+                 {**job, "name": "f3", "submit": 0, "duration": 200},
+                 {**job, "name": "elastic", "submit": 1, "duration": 60, "minAvailable": 1,
+                  "tasks": [{"replicas": 3, "minAvailable": 1, "resources": gpu}]},
+                 {**job, "name": "waiter", "submit": 50, "duration": 10,
+                  "tasks": [{"resources": {**gpu, "nvidia.com/gpu": 2}}]}],
+        "scheduler": {"policy": "volcano-multitenant"},
+    }))
+    result = simulate(scenario, engine=engine)
+    runs = result.tasks[result.tasks.job == "default/elastic"].sort_values("start")
+    assert len(runs) == 3 and list(runs.start.diff().dropna() > 10) == [True, True]
+    assert ((runs.end - runs.start) == 60).all(), runs
+    jobs = result.jobs.set_index("name")
+    assert jobs.loc["elastic", "end"] == runs.end.max()
+    assert runs.end.iloc[1] <= jobs.loc["waiter", "start"] < runs.end.iloc[2], (jobs.loc["waiter", "start"], runs)
+
+
+def test_a_copy_of_a_shipped_recording_takes_its_metadata(tmp_path, capsys):
+    folder = _copy("placement-shipped", tmp_path)
+    (folder / "recording.yaml").unlink()
+    assert main(["replay", str(folder), "--engine", "reference"]) == 0
+    out = capsys.readouterr().out
+    assert "(from labkit's shipped copy of this recording)" in out.splitlines()[0]
+    assert "variant ml/big: starts when some node has 8 GPUs free" in out
+
+
+def test_a_recording_names_its_build_in_its_readme_or_is_said_to_assume_v1_15_1(tmp_path, capsys):
+    """Renamed, a recording is no copy of a shipped one: its README.md's Volcano line gives the build
+    (and, for a build labkit knows, the Kubernetes it vendors); without one, the FAIL line says that
+    v1.15.1 is assumed and how to state the build."""
+    folder = tmp_path / "mine"
+    shutil.copytree(RECORDINGS / "priority-preempt", folder)
+    (folder / "recording.yaml").unlink()
+    assert main(["replay", str(folder), "--engine", "reference"]) == 1
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("FAIL mine (Volcano v1.15.1 assumed: the folder has no recording.yaml and its "
+                            "README.md names no build; state it in recording.yaml, e.g. volcano: master ed72c7c8 "
+                            'and kubernetes: "1.36"; tolerance 4 s')
+    (folder / "README.md").write_text(
+        "# Real Volcano run: priority-preempt\n\n* Volcano: volcano-sh/volcano master "
+        "ed72c7c815a9fd547a787134676f73d42e9d049c (git describe v1.16.0-alpha.1-42-ged72c7c81), built offline; "
+        "vc-controller-manager + vc-scheduler (`--schedule-period=1s --leader-elect=false`)\n")
+    assert main(["replay", str(folder), "--engine", "reference"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith(
+        "PASS mine (Volcano master ed72c7c8 (v1.16.0-alpha.1-42), nodeorder scoring Kubernetes 1.36 (from README.md); ")
+    (folder / "README.md").write_text("* Volcano: volcano-sh/volcano v1.15.1 (`--schedule-period=2s`)\n")
+    recording = load_recording(folder)
+    assert (recording.volcano, recording.kubernetes, recording.real["schedule_period"]) == ("v1.15.1", None, 2.0)
+    assert recording.ran() == "Volcano v1.15.1 (from README.md, which vendors a Kubernetes labkit does not know: " \
+                              'v1.15.1\'s scoring assumed (state it in recording.yaml as kubernetes: "1.36"))'

@@ -23,7 +23,8 @@ Time follows a real Volcano cluster, one step at a time:
   and the PodGroup goes back to Pending. An elastic job that keeps minAvailable loses only the
   surplus pod, which the vcjob controller recreates (Volcano's default action, SyncJob) and which,
   once it runs again, runs its whole duration (as on KWOK): when the job's work is done, its other
-  pods succeed and give their resources back, and the job completes when the recreated pods have.
+  pods succeed and give their resources back, each recreated pod succeeds when its own duration
+  ends, and the job completes with the last.
 
 The session itself (a family's reference session (`labkit.engine.families`) or the numba core) sees only the
 PodGroups and pods that exist at that moment, re-indexed into a sub-Problem, as Volcano's cache
@@ -454,8 +455,7 @@ class Simulation:
             speed = float(self.c.node_speed[node]) if self.c.job_uses_speed[j] else 1.0
             self.rerun[t] = now + self.c.job_work[j] / speed
             if self.draining[j]:
-                self.version[j] += 1
-                heapq.heappush(self.heap, (float(self.rerun[t]), FINISH, j, int(self.version[j])))
+                self._next_pod_done(now, j)
 
     def _maybe_start(self, now: float, j: int) -> None:
         """The job's work runs once minAvailable pods run (and its time limit counts from then). A pod
@@ -485,8 +485,8 @@ class Simulation:
 
     def _work_done(self, now: float, j: int) -> None:
         """The job's work is done: it completes, unless pods recreated after an eviction still run
-        (or wait to run) their whole duration; its other pods succeed now and the job completes
-        with the last recreated pod."""
+        (or wait to run) their whole duration; its other pods succeed now, each of those when its
+        own duration ends, and the job completes with the last."""
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
         later = [t for t in range(lo, hi) if self.rerun[t] > now]
         if not later:
@@ -498,9 +498,17 @@ class Simulation:
             if self.status[t] == TaskStatus.RUNNING and not self.rerun[t] > now:
                 self._close_run(t, now)
                 self.status[t] = TaskStatus.SUCCEEDED
-        if all(self.rerun[t] < math.inf for t in later):
+        self._next_pod_done(now, j)
+
+    def _next_pod_done(self, now: float, j: int) -> None:
+        """While a job drains, its next FINISH is when the first of its running recreated pods ends
+        its whole duration: that pod succeeds then and gives its resources back (as on KWOK); none
+        running: the next bind schedules it."""
+        lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
+        ends = [self.rerun[t] for t in range(lo, hi) if now < self.rerun[t] < math.inf]
+        if ends:
             self.version[j] += 1
-            heapq.heappush(self.heap, (float(max(self.rerun[t] for t in later)), FINISH, j, int(self.version[j])))
+            heapq.heappush(self.heap, (float(min(ends)), FINISH, j, int(self.version[j])))
 
     def _finish(self, now: float, j: int, kind: str = "Completed", reason: str = "", message: str = "") -> None:
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]

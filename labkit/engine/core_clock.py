@@ -324,8 +324,7 @@ def bind(s, now, t, n, msg, ref_task, ref_node):
     if s.t_rerun[t] == math.inf:
         s.t_rerun[t] = now + s.j_work[j] / (s.node_speed[n] if s.j_uses_speed[j] else 1.0)
         if s.draining[j]:
-            s.version[j] += 1
-            push_event(s, s.t_rerun[t], FINISH, j, s.version[j])
+            next_pod_done(s, now, j)
     k = s.ints[I_RUNS]
     if k >= s.runs.shape[0]:
         s.ints[I_OVERFLOW] = 1
@@ -369,15 +368,12 @@ def maybe_start(s, now, j):
 def finish(s, now, j):
     """The job's work is done: its pods succeed (a terminating surplus pod ends with its grace),
     unless pods recreated after an eviction still run (or wait to run) their whole duration: the
-    other pods succeed now and the job completes with the last of those (simulate._work_done)."""
-    later, waiting, last = 0, False, -math.inf
+    other pods succeed now, each of those when its own duration ends, and the job completes with
+    the last (clock._work_done)."""
+    later = 0
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
         if s.t_rerun[t] > now:
             later += 1
-            if s.t_rerun[t] == math.inf:
-                waiting = True
-            else:
-                last = max(last, s.t_rerun[t])
     if later == 0:
         finish_as(s, now, j, EV_COMPLETED, MSG_NONE)
         return
@@ -387,9 +383,20 @@ def finish(s, now, j):
         if s.status[t] == RUNNING and not s.t_rerun[t] > now:
             close_run(s, t, now)
             set_status(s, t, SUCCEEDED, s.node[t])
-    if not waiting:
+    next_pod_done(s, now, j)
+
+
+@jit
+def next_pod_done(s, now, j):
+    """While job ``j`` drains, its next FINISH is when the first of its running recreated pods
+    ends (clock._next_pod_done); none running: the next bind schedules it."""
+    first = math.inf
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if now < s.t_rerun[t] < first:
+            first = s.t_rerun[t]
+    if first < math.inf:
         s.version[j] += 1
-        push_event(s, last, FINISH, j, s.version[j])
+        push_event(s, first, FINISH, j, s.version[j])
 
 
 @jit

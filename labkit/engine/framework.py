@@ -338,12 +338,18 @@ class PluginEntry:
         return bool(self.enabled[ext])
 
 
+Walk = Callable[["Session", "NodeInfo", list["TaskInfo"]], list["TaskInfo"]]
+"""An order of walking a node's tasks (``Session.walk``): (session, node, tasks in index order) -> tasks."""
+
+
 class Session:
     """One scheduling cycle (framework.Session): the snapshot objects, the registered plugin
     callbacks and the combination rules of session_plugins.go."""
 
-    def __init__(self, problem: Problem, state: State):
+    def __init__(self, problem: Problem, state: State, walk: Walk | None = None):
         self.problem = problem
+        self.walk = walk
+        """How node.Tasks is walked (a Go map: any order, each time); None: task index order."""
         self.cycle = state.cycle
         self.now = state.now
         self.next_node = state.next_node
@@ -395,6 +401,13 @@ class Session:
                 common = holding if common is None else common & holding
         if common:
             job.allocated_hyper_node = min(common, key=lambda h: hn.tier[h])
+
+    def node_tasks(self, node: NodeInfo) -> list[TaskInfo]:
+        """The node's tasks in the order `for _, task := range node.Tasks` meets them: Volcano
+        walks a Go map, whose walk starts at a random place each time; labkit takes task index
+        order, or `walk`'s."""
+        tasks = [t for _, t in sorted(node.tasks.items())]
+        return tasks if self.walk is None else self.walk(self, node, tasks)
 
     # -- registration (framework/session_plugins.go Add*Fn) ---------------------------------
     def add_fn(self, hook: str, entry: PluginEntry, fn: Callable) -> None:

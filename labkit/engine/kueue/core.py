@@ -58,6 +58,7 @@ from ..core_state import (
     PH_PENDING,
     RELEASING,
     RUNNING,
+    SUCCEEDED,
     entry,
     jit,
     state_free,
@@ -1170,8 +1171,9 @@ def release(s, now):
 
 @jit
 def pods_ready(s, now):
-    """``_pods_ready``: evict an admitted workload whose pods do not all run within the timeout
-    (its running pods listed in ``s.k_evicts``); True when one still waits for its pods."""
+    """``_pods_ready``: evict an admitted workload whose pods do not all run (or have succeeded)
+    within the timeout (its running pods listed in ``s.k_evicts``); True when one still waits for
+    its pods."""
     if not s.kr_arg[R_ENABLE]:
         return False
     waiting = False
@@ -1184,7 +1186,7 @@ def pods_ready(s, now):
             continue
         running, admitted = 0, 0
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
-            running += s.status[t] == RUNNING
+            running += s.status[t] == RUNNING or s.status[t] == SUCCEEDED
         for ps in range(s.kw_ps_lo[j], s.kw_ps_lo[j + 1]):
             admitted += s.kw_count[ps]
         if running >= admitted:

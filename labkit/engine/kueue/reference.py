@@ -992,8 +992,11 @@ class KueueSession:
         self._log(now, "Requeued", wl, "PodsReadyTimeout", f"requeue {n}, back in the queue after {wait}s")
 
     def _pods_ready(self, s: State, local: dict, tasks_of: list, now: float, decisions: Decisions) -> bool:
-        """waitForPodsReady: evict an admitted workload whose pods are not all running in time.
-        True when some admitted workload is still waiting for its pods (blockAdmission)."""
+        """waitForPodsReady: evict an admitted workload whose pods are not all running in time; a pod
+        that succeeded counts as ready (job_controller.go PodsReady: Succeeded + Ready >= the admitted
+        parallelism), so a partially admitted Job whose first pods completed is not evicted while the
+        Job runs its other completions. True when some admitted workload is still waiting for its pods
+        (blockAdmission)."""
         if not self.ready.enable:
             return False
         waiting = False
@@ -1002,7 +1005,7 @@ class KueueSession:
             if wl.evicted or j is None:
                 continue
             status = s.task_status[tasks_of[j]]
-            if (status == TaskStatus.RUNNING).sum() >= sum(wl.counts):
+            if np.isin(status, _READY).sum() >= sum(wl.counts):
                 continue
             deadline = (wl.admitted_at or 0.0) + self.timeout
             if now < deadline:
@@ -1121,6 +1124,8 @@ class KueueSession:
 
 _RUNNING = np.array([TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING], np.int8)
 _HOLDING = np.append(_RUNNING, np.int8(TaskStatus.RELEASING))
+_READY = np.array([TaskStatus.RUNNING, TaskStatus.SUCCEEDED], np.int8)
+"""What PodsReady counts: ready (running) and succeeded pods."""
 
 
 def label_cluster_queues(result: Result) -> Result:

@@ -14,7 +14,9 @@ order, each with a reason, plus the state the cluster is in afterwards. A Volcan
 compiles with :data:`VOLCANO`: its conf, checked, becomes the Policy (:func:`volcano_policy`).
 
 Determinism: where Volcano picks at random among equally scored nodes, or walks a Go map, we
-take snapshot order (lowest node / task / job index first).
+take snapshot order (lowest node / task / job index first); the walk of node.Tasks that decides
+which pods preempt and reclaim may take (gang's Preemptable keeps the first it meets) can be
+given instead (`run_session`'s `walk`: `labkit replay` steers it to a recording's victims).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from labkit.engine.framework import (
     COMPLETED_STATUSES,
     JobInfo,
     Session,
+    Walk,
 )
 from labkit.engine.problem import (
     ACTION_NAMES,
@@ -53,9 +56,10 @@ from labkit.spec import Scenario, conf_of, scheduler_of
 # Session open / close
 # --------------------------------------------------------------------------------------------
 
-def open_session(problem: Problem, state: State) -> Session:
-    """framework.OpenSession: snapshot, then every plugin's OnSessionOpen in tier order."""
-    ssn = Session(problem, state)
+def open_session(problem: Problem, state: State, walk: Walk | None = None) -> Session:
+    """framework.OpenSession: snapshot, then every plugin's OnSessionOpen in tier order
+    (`walk`: the order node.Tasks is walked in, see `Session.node_tasks`)."""
+    ssn = Session(problem, state, walk)
     for tier in ssn.tiers:
         for entry in tier:
             entry.plugin = PLUGINS[entry.kind]()
@@ -109,10 +113,11 @@ def _next_state(ssn: Session) -> State:
                             now=ssn.now, cycle=ssn.cycle + 1, next_node=ssn.next_node)
 
 
-def run_session(problem: Problem, state: State) -> Decisions:
+def run_session(problem: Problem, state: State, walk: Walk | None = None) -> Decisions:
     """One scheduling cycle: open, actions in conf order, close. (A kube-scheduler or Slurm policy
-    runs its own actions on the same session objects: `families.run_session`.)"""
-    ssn = open_session(problem, state)
+    runs its own actions on the same session objects: `families.run_session`.) `walk`: the order
+    node.Tasks is walked in, where Volcano walks a Go map (`Session.node_tasks`)."""
+    ssn = open_session(problem, state, walk)
     for action in ssn.actions:
         ACTIONS[Action(action)](ssn)
     return close_session(ssn)

@@ -79,7 +79,7 @@ def _preempt_task(ssn: Session, stmt: Statement, preemptor: TaskInfo, same_scope
                 and (not preemptor.best_effort or t.best_effort) and same_scope(t))
 
     for node in ssn.sorted_nodes(preemptor, preempt_candidates(ssn, preemptor)):
-        candidates = [t for _, t in sorted(node.tasks.items()) if eligible(t)]
+        candidates = [t for t in ssn.node_tasks(node) if eligible(t)]
         victims = ssn.preemptable(preemptor, candidates) or []
         if not victims_can_make_room(preemptor, node, victims):
             continue

@@ -62,7 +62,7 @@ def _reclaim_task(ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo) -
     yields victims that make room, evict them in victim order while the request does not fit
     what is available (FutureIdle plus what was evicted), then pipeline the task there."""
     for node in preempt_candidates(ssn, task):
-        reclaimees = [t for _, t in sorted(node.tasks.items())
+        reclaimees = [t for t in ssn.node_tasks(node)
                       if t.status == TaskStatus.RUNNING and t.preemptable
                       and ssn.jobs[t.job].queue != job.queue
                       and ssn.queues[ssn.jobs[t.job].queue].reclaimable]
