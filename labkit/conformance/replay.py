@@ -141,7 +141,7 @@ VENDORED_KUBERNETES = {"ed72c7c815a9fd547a787134676f73d42e9d049c": "1.36"}
 decides nodeorder's BalancedAllocation score; a build not here scores as v1.15.1 (Kubernetes 1.35)."""
 
 _README_VOLCANO = re.compile(r"^\* Volcano: volcano-sh/volcano (?P<ref>\S+)(?: (?P<sha>[0-9a-f]{7,40}))?"
-                             r"(?: \(git describe v?(?P<describe>[^)]+?)(?:-g[0-9a-f]+)?\))?", re.M)
+                             r"(?: \(git describe v?(?P<describe>[^)]+?)(?:-g[0-9a-f]+)?\))?", re.MULTILINE)
 _README_PERIOD = re.compile(r"--schedule-period=(?P<period>[0-9.]+m?s)\b")
 
 
