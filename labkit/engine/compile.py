@@ -39,6 +39,7 @@ from ..spec import Scenario
 from ..spec.base import DEFAULT_MAX_PODS
 from ..spec.model import NodePool, Task, Tenant
 from ..spec.quantity import parse_duration
+from ..spec.timeline import node_events
 from ..workloads import JobTable, expand, job_table
 from .events import NODE_KINDS
 from .problem import (
@@ -287,18 +288,19 @@ def compile_with(rules: FamilyRules, scenario: Scenario, table: JobTable | None 
 
 
 def _node_events(scenario: Scenario, rules: FamilyRules, problem: Problem) -> tuple[np.ndarray, ...]:
-    """The node events as the clock reads them (``Compiled.event_*``); SpecError naming
-    ``cluster.events`` when the family's engines cannot run them."""
-    events = scenario.cluster.events
-    if not events:
+    """The node events as the clock reads them (``Compiled.event_*``): ``cluster.events`` and the
+    spot pools' drawn interruptions (``spec.timeline``); SpecError naming the field when the
+    family's engines cannot run them."""
+    spot = next((f"cluster.pools[{k}].spot" for k, pool in enumerate(scenario.cluster.pools) if pool.spot), None)
+    if not scenario.cluster.events and spot is None:
         return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
     why = rules.node_events(problem.policy) if rules.node_events else "this policy family's engines do not simulate them"
     if why:
-        raise SpecError("cluster.events", f"node events: {why}")
+        raise SpecError("cluster.events" if scenario.cluster.events else spot, f"node events: {why}")
     node_index = {name: n for n, name in enumerate(problem.node_names)}
     first = {pool.name: (node_index[pool.node_names()[0]], pool.count) for pool in scenario.cluster.pools}
     rows = []
-    for i, event in enumerate(events):
+    for i, (_, event) in enumerate(node_events(scenario)):
         lo, count = first[event.node] if event.node in first else (node_index[event.node], 1)
         rows += [(at, i, k, n, NODE_KINDS.index(kind)) for k, (at, kind) in enumerate(event.steps())
                  for n in range(lo, lo + count)]

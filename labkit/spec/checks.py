@@ -13,6 +13,7 @@ from ..errors import SpecError
 from . import kueue
 from .model import MAX_JOBS, MAX_NODES, MAX_PODS, Job, NodePool, Scenario, Task, Tenant, Toleration, Workload
 from .quantity import parse_duration, parse_quantity
+from .timeline import node_events
 
 # Volcano creates these two queues itself (`cache.go newDefaultAndRootQueue`).
 BUILTIN_QUEUES = ("root", "default")
@@ -141,22 +142,23 @@ def _check_running_fits(scenario: Scenario) -> None:
 
 def _check_node_events(scenario: Scenario) -> None:
     """Each node event names a node or a pool, and makes sense for the node's state when it
-    happens (in time order, ties as written): `fail` an up node, `recover` a failed one, `cordon`
-    a schedulable one, `uncordon` a cordoned one (`drain` cordons, once or again)."""
-    events = scenario.cluster.events
-    if not events:
+    happens (in time order, ties as written, a spot pool's drawn interruptions after
+    `cluster.events`): `fail` an up node, `recover` a failed one, `cordon` a schedulable one,
+    `uncordon` a cordoned one (`drain` cordons, once or again)."""
+    if not scenario.cluster.events and not any(pool.spot for pool in scenario.cluster.pools):
         return
+    events = node_events(scenario)
     pools = {pool.name: pool.node_names() for pool in scenario.cluster.pools}
     nodes = {name for names in pools.values() for name in names}
     down: dict[str, str] = {}
     cordoned: dict[str, str] = {}
-    for i, event in enumerate(events):
+    for i, (path, event) in enumerate(events):
         if event.node not in pools and event.node not in nodes:
-            raise SpecError(f"cluster.events[{i}].node", f"no node or pool named {event.node!r} "
+            raise SpecError(f"{path}.node", f"no node or pool named {event.node!r} "
                             f"(pools: {', '.join(pools)}; nodes are <pool>-<i>)")
-    steps = sorted((at, i, k, kind) for i, event in enumerate(events) for k, (at, kind) in enumerate(event.steps()))
+    steps = sorted((at, i, k, kind) for i, (_, event) in enumerate(events) for k, (at, kind) in enumerate(event.steps()))
     for at, i, _, kind in steps:
-        event = events[i]
+        path, event = events[i]
         when = f"{at:g}s" if event.kind == "interrupt" else str(event.at)
         for node in pools.get(event.node, [event.node]):
             wrong = {"fail": node in down, "recover": node not in down, "cordon": node in cordoned,
@@ -166,7 +168,9 @@ def _check_node_events(scenario: Scenario) -> None:
                          "not down (recover follows a fail)" if kind == "recover" else
                          f"already cordoned since {cordoned[node]}" if kind == "cordon" else
                          "not cordoned (uncordon follows a cordon or drain)")
-                raise SpecError(f"cluster.events[{i}].kind", f"{event.kind} at {event.at}: node {node} is {state}")
+                where = f"{path}.kind" if path.startswith("cluster.events") else path
+                drawn = "" if path.startswith("cluster.events") else "a drawn "
+                raise SpecError(where, f"{drawn}{event.kind} at {event.at}: node {node} is {state}")
             if kind == "fail":
                 down[node] = when
             elif kind == "recover":
@@ -179,6 +183,10 @@ def _check_node_events(scenario: Scenario) -> None:
 
 def simulated_only(scenario: Scenario) -> None:
     """Refuse what only the simulator runs, for the adapters to a real cluster: node events."""
+    for k, pool in enumerate(scenario.cluster.pools):
+        if pool.spot is not None:
+            raise SpecError(f"cluster.pools[{k}].spot", "spot interruptions are simulated only: a real cluster's "
+                                                        "spot nodes are reclaimed by its provider (remove it to run it on one)")
     if scenario.cluster.events:
         raise SpecError("cluster.events", "node events are simulated only: a real cluster's nodes fail, cordon and "
                                           "drain by its operator's hand (remove them to run it on one)")

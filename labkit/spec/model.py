@@ -81,6 +81,27 @@ class Toleration(Model):
         return self.operator == "Exists" or self.value == taint.value
 
 
+class Spot(Model):
+    """A spot pool's interruptions: a Poisson process of `rate` interruptions per hour, one per node
+    (`per: node`, each node reclaimed on its own) or one for the pool (`per: pool`, every node at
+    once, as when a zone runs out of spot capacity). Each interruption is an `interrupt` node event
+    (the notice drains the node, at the interruption it fails); `replaceAfter` later a replacement
+    node of the same name joins (the node recovers, schedulable), or never when it is null. A node
+    is interrupted again only once it is back and past a notice. The draws are made when the
+    scenario is compiled, from `seed` (default: the scenario's), over [0, `until`) (default: the
+    scenario's horizon), so every engine sees the same events."""
+
+    rate: float = Field(gt=0, le=3600)
+    """Interruptions per hour, per node or per pool."""
+    per: Literal["node", "pool"] = "node"
+    notice: Duration = "2m"
+    """The interruption notice (EC2's is 2 minutes)."""
+    replace_after: Duration | None = "5m"
+    """How long after an interruption its replacement joins (an assumption: set your provider's)."""
+    until: PositiveDuration | None = None
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
+
+
 class NodePool(Model):
     """`count` identical nodes named `<name>-<i>`; `speed` scales job work on them (1 = reference GPU)."""
 
@@ -90,6 +111,10 @@ class NodePool(Model):
     labels: dict[str, str] = {}
     taints: list[Taint] = []
     speed: float = Field(default=1.0, gt=0)
+    price: float | None = Field(default=None, ge=0)
+    """What one GPU-hour on this pool costs (any currency); `labkit.metrics.cost` reads it."""
+    spot: Spot | None = None
+    """The pool is spot capacity, reclaimed at random (:class:`Spot`)."""
 
     @field_validator("resources")
     @classmethod
