@@ -194,7 +194,7 @@ def snapshot(result: Result, at: float) -> Snapshot:
     Enqueued event (unless a restart since then has released every pod), else Pending.
     """
     compiled = compiled_of(result)
-    p = compiled.problem
+    p = compiled.problem_at(at)
     keys = job_keys(result).to_numpy()
     task_of = {name: t for t, name in enumerate(p.task_names)}
     status = np.full(p.n_tasks, TaskStatus.PENDING, np.int8)

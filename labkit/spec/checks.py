@@ -64,6 +64,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
                         raise SpecError(f"jobs[{i}].status.running.{role}[{n}]", f"no node named {node!r}")
     _check_running_fits(scenario)
     _check_node_events(scenario)
+    _check_changes(scenario)
     for i, load in enumerate(scenario.workloads):
         _check_refs(f"workloads[{i}]", load, namespaces, queues, classes)
         _check_leaf(f"workloads[{i}].queue", load.queue, children)
@@ -181,12 +182,32 @@ def _check_node_events(scenario: Scenario) -> None:
                 del cordoned[node]
 
 
+def _check_changes(scenario: Scenario) -> None:
+    """Each change names a Queue or PriorityClass of the scenario (or Volcano's `default` queue),
+    and a scheduler change keeps the schedule period (the session's clock, not the conf)."""
+    queues = {q.name for q in scenario.queues} | {"default"}
+    classes = {p.name for p in scenario.priority_classes}
+    for i, change in enumerate(scenario.changes):
+        if change.queue is not None and change.queue.name not in queues:
+            raise SpecError(f"changes[{i}].queue.name", f"no queue named {change.queue.name!r} "
+                            f"(queues: {', '.join(sorted(queues))})")
+        if change.priority_class is not None and change.priority_class.name not in classes:
+            raise SpecError(f"changes[{i}].priorityClass.name", f"no PriorityClass named {change.priority_class.name!r}"
+                            f" (priorityClasses: {', '.join(sorted(classes)) or 'none'})")
+        if change.scheduler is not None and "schedule_period" in change.scheduler.model_fields_set:
+            raise SpecError(f"changes[{i}].scheduler.schedulePeriod", "the schedule period is the scheduler's "
+                            "command-line flag, not its conf: a change cannot set it")
+
+
 def simulated_only(scenario: Scenario) -> None:
     """Refuse what only the simulator runs, for the adapters to a real cluster: node events."""
     for k, pool in enumerate(scenario.cluster.pools):
         if pool.spot is not None:
             raise SpecError(f"cluster.pools[{k}].spot", "spot interruptions are simulated only: a real cluster's "
                                                         "spot nodes are reclaimed by its provider (remove it to run it on one)")
+    if scenario.changes:
+        raise SpecError("changes", "changes in time are simulated only: on a real cluster, kubectl apply them "
+                                   "at their time (remove them to run it on one)")
     if scenario.cluster.events:
         raise SpecError("cluster.events", "node events are simulated only: a real cluster's nodes fail, cordon and "
                                           "drain by its operator's hand (remove them to run it on one)")

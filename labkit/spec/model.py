@@ -944,6 +944,53 @@ class Scheduler(Model):
         return next((name for name in ("conf", "slurm", "kueue", "kube") if getattr(self, name) is not None), None)
 
 
+# ---------------------------------------------------------------------------------------- changes
+
+
+class QueueChange(Model):
+    """The Queue fields a change sets (the others keep their value)."""
+
+    name: ObjectName
+    weight: int | None = Field(default=None, ge=1, le=65535)
+    capability: ResourceList | None = None
+    deserved: ResourceList | None = None
+    guarantee: ResourceList | None = None
+
+
+class PriorityClassChange(Model):
+    name: ObjectName
+    value: int = Field(ge=-2147483648, le=1000000000)
+
+
+class Change(Model):
+    """A `kubectl apply` at time `at`: one Queue's fields (`queue`), a PriorityClass's value
+    (`priorityClass`) or the scheduler's conf (`scheduler`: a Volcano policy name or conf, as the
+    ConfigMap's new content). It takes effect at the first session at or after `at` (the events of
+    an instant come before its session): Volcano snapshots
+    Queues and PriorityClasses from its informers each session, and its file watcher reloads
+    volcano-scheduler.conf on a write, each session then running the actions and plugins loaded
+    last (pkg/scheduler/scheduler.go: watchSchedulerConf, runOnce). A PriorityClass's new value
+    is every PodGroup's priority from then on and the priority of the pods created after it (a
+    pod's spec.priority is set once, at its creation)."""
+
+    at: Duration
+    queue: QueueChange | None = None
+    priority_class: PriorityClassChange | None = None
+    scheduler: Scheduler | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Change:
+        given = [name for name in ("queue", "priorityClass", "scheduler")
+                 if getattr(self, "priority_class" if name == "priorityClass" else name) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give one of queue, priorityClass or scheduler, not {' and '.join(given) or 'none'}")
+        return self
+
+    @property
+    def what(self) -> str:
+        return "queue" if self.queue else "priorityClass" if self.priority_class else "scheduler"
+
+
 # ---------------------------------------------------------------------------------------- scenario
 
 
@@ -963,3 +1010,5 @@ class Scenario(Model):
     slurm: SlurmCluster | None = None
     kueue: Kueue | None = None
     scheduler: Scheduler = Scheduler(policy="volcano-shipped")
+    changes: list[Change] = []
+    """Queues, PriorityClasses and the scheduler conf changed in time (:class:`Change`)."""
