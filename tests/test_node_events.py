@@ -2,8 +2,8 @@
 
 import math
 import subprocess
-from pathlib import Path
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
