@@ -159,3 +159,17 @@ def test_slurm_refuses_spot_pools_and_the_real_cluster_adapters_too():
         labkit.simulate(scenario)
     with pytest.raises(SpecError, match=r"^cluster\.pools\[1\]\.spot: spot interruptions are simulated only"):
         manifests(_scenario(spot={"rate": 1}))
+
+
+def test_the_example_prices_its_spot_and_on_demand_pools_and_applies_its_changes():
+    from pathlib import Path
+
+    scenario = labkit.load(Path(labkit.__file__).parent / "examples" / "spot-and-changes.yaml")
+    with pytest.warns(labkit.errors.LabkitWarning, match="does not simulate changes in time"):
+        result = labkit.simulate(scenario)
+    queues = metrics.cost(result)
+    assert set(queues.pool) == {"ondemand", "spot"} and (queues.cost > 0).all()
+    jobs = metrics.job_cost(result)
+    assert jobs.interrupted.sum() > 0 and jobs.lost_gpu_hours.sum() > 0
+    said = result.events[result.events.kind.isin(["QueueUpdated", "PriorityClassUpdated"])]
+    assert said.time.tolist() == [6 * 3600.0, 8 * 3600.0, 12 * 3600.0]
