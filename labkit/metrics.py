@@ -194,7 +194,7 @@ def snapshot(result: Result, at: float) -> Snapshot:
     Enqueued event (unless a restart since then has released every pod), else Pending.
     """
     compiled = compiled_of(result)
-    p = compiled.problem
+    p = compiled.problem_at(at)
     keys = job_keys(result).to_numpy()
     task_of = {name: t for t, name in enumerate(p.task_names)}
     status = np.full(p.n_tasks, TaskStatus.PENDING, np.int8)
@@ -412,16 +412,68 @@ def preemptions(result: Result) -> pd.DataFrame:
     return table
 
 
-def cost(result: Result, price: dict[str, float] | float, resource: str = GPU) -> pd.DataFrame:
-    """cost(q, pool) = GPU-hours held by queue q on the pool's nodes x price per GPU-hour of the pool."""
+def _prices(result: Result, price: dict[str, float] | float | None) -> dict[str, float]:
+    """Price per GPU-hour of each pool: as given (one for all, or per pool), else the pools' own
+    `price`; ValueError naming the pools without one."""
+    pools = result.scenario.cluster.pools
+    if isinstance(price, dict):
+        return price
+    if price is not None:
+        return {pool.name: float(price) for pool in pools}
+    missing = [pool.name for pool in pools if pool.price is None]
+    if missing:
+        raise ValueError(f"cluster.pools[].price: pool(s) {', '.join(missing)} have no price per GPU-hour "
+                         "(set it, 0 for hardware already paid for, or pass price=)")
+    return {pool.name: pool.price for pool in pools}
+
+
+def _pod_run_cost(result: Result, price: dict[str, float] | float | None, resource: str) -> pd.DataFrame:
+    """Per pod run: its job, queue, pool, GPU-hours held (start to release, clipped to the window,
+    a run cut short by an eviction or a node failure included) and their cost."""
     pool_of = {n: pool.name for pool in result.scenario.cluster.pools for n in pool.node_names()}
-    prices = price if isinstance(price, dict) else {pool.name: price for pool in result.scenario.cluster.pools}
-    hours = (_run_ends(result) - result.tasks.start).clip(lower=0) * result.tasks.get(resource, 0.0) / 3600
-    frame = pd.DataFrame({"queue": _queue_of_tasks(result), "pool": result.tasks.node.map(pool_of), "gpu_hours": hours})
-    table = frame.groupby(["queue", "pool"], as_index=False).gpu_hours.sum()
-    table["price"] = table.pool.map(prices).astype(float)
+    tasks = result.tasks
+    hours = (_run_ends(result) - tasks.start).clip(lower=0) * tasks.get(resource, 0.0) / 3600
+    frame = pd.DataFrame({"job": tasks.job, "queue": _queue_of_tasks(result), "pool": tasks.node.map(pool_of),
+                          "gpu_hours": hours})
+    frame["price"] = frame.pool.map(_prices(result, price)).astype(float)
+    frame["cost"] = frame.gpu_hours * frame.price
+    return frame
+
+
+def cost(result: Result, price: dict[str, float] | float | None = None, resource: str = GPU) -> pd.DataFrame:
+    """cost(q, pool) = GPU-hours held by queue q on the pool's nodes x price per GPU-hour of the pool.
+
+    `price`: one for every pool, or per pool name; by default each pool's `price`."""
+    frame = _pod_run_cost(result, price, resource)
+    table = frame.groupby(["queue", "pool"], as_index=False).agg(gpu_hours=("gpu_hours", "sum"), price=("price", "first"))
     table["cost"] = table.gpu_hours * table.price
     return table
+
+
+def job_cost(result: Result, price: dict[str, float] | float | None = None, resource: str = GPU) -> pd.DataFrame:
+    """cost(j) = sum over job j's pod runs of GPU-hours held x its pool's price; with jct, the pods
+    evicted by node events (`interrupted`: a failure, a drain, a spot interruption), the lost work
+    and lost GPU-hours = lost work x the job's GPUs.
+
+    What a job pays includes the runs whose work was lost: a spot pool is cheaper per GPU-hour,
+    and a job on it pays again for the work an interruption takes away."""
+    frame = _pod_run_cost(result, price, resource)
+    jobs = result.jobs
+    keys = job_keys(result)
+    events = result.events
+    by_node = events[(events.kind == "Evicted") & events.reason.isin(["TaintManagerEviction", "Drain"])]
+    paid = frame.groupby("job")[["gpu_hours", "cost"]].sum()
+    table = jobs[["name", "namespace", "queue", "gpus", "jct", "lost_work"]].copy()
+    table["gpu_hours"] = keys.map(paid.gpu_hours).fillna(0.0).to_numpy()
+    table["cost"] = keys.map(paid.cost).fillna(0.0).to_numpy()
+    table["interrupted"] = keys.map(by_node.groupby("job").size()).fillna(0).astype(int).to_numpy()
+    table["lost_gpu_hours"] = table.lost_work * table.gpus / 3600
+    return table
+
+
+def total_cost(result: Result, price: dict[str, float] | float | None = None, resource: str = GPU) -> float:
+    """cost = sum of every pod run's GPU-hours x its pool's price per GPU-hour."""
+    return float(_pod_run_cost(result, price, resource).cost.sum())
 
 
 def sla_hit_rate(result: Result, max_wait: float | dict[str, float]) -> pd.Series:

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import labkit
 from labkit import spec
 from labkit.results import Result
+from labkit.spec import timeline
 from labkit.spec.quantity import parse_duration, parse_quantity
 
 POLICIES = ["volcano-shipped", "volcano-multitenant", "no-overcommit"]
@@ -162,7 +163,7 @@ def node_down_spans(scenario: spec.Scenario) -> dict[str, list[tuple[float, floa
     pools = {pool.name: pool.node_names() for pool in scenario.cluster.pools}
     since: dict[tuple[str, str], float] = {}
     spans: dict[str, list[tuple[float, float]]] = {}
-    steps = sorted((at, i, k, kind, event.node) for i, event in enumerate(scenario.cluster.events)
+    steps = sorted((at, i, k, kind, event.node) for i, (_, event) in enumerate(timeline.node_events(scenario))
                    for k, (at, kind) in enumerate(event.steps()))
     for at, _, _, kind, name in steps:
         for node in pools.get(name, [name]):
@@ -183,7 +184,7 @@ def pods_on_unavailable_nodes(result: Result) -> list[tuple]:
     bad = []
     lost_at = {}
     pools = {pool.name: pool.node_names() for pool in result.scenario.cluster.pools}
-    for event in result.scenario.cluster.events:
+    for _, event in timeline.node_events(result.scenario):
         for at, kind in event.steps():
             if kind in ("fail", "drain"):
                 for node in pools.get(event.node, [event.node]):
@@ -488,7 +489,11 @@ def kube_scenarios(draw, max_jobs: int = 8) -> spec.Scenario:
                      "gracePeriod": draw(st.sampled_from([0, 30])), "tasks": [task]})
     # a horizon: per-pod preemption for a PodGroup that can never fit evicts and re-evicts forever, as
     # it would on a real cluster
-    return spec.validate({"name": "kube", "horizon": "12h", "cluster": {"pools": pools}, "tenants": tenants,
+    cluster = {"pools": pools, "events": draw(node_events(pools, 4 * 3600))}
+    if not cluster["events"] and draw(st.integers(0, 3)) == 0:  # a spot pool's drawn interruptions instead
+        pools[0]["spot"] = {"rate": draw(st.sampled_from([0.5, 2.0])), "per": draw(st.sampled_from(["node", "pool"])),
+                            "replaceAfter": draw(st.sampled_from(["10m", None])), "until": "4h"}
+    return spec.validate({"name": "kube", "horizon": "12h", "cluster": cluster, "tenants": tenants,
                           "priorityClasses": classes, "jobs": jobs, "scheduler": _kube(draw(st.sampled_from(KUBE_POLICIES)))})
 
 

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scenarios import node_events
 
 import labkit
 from labkit import spec
@@ -124,8 +125,9 @@ def kueue_scenarios(draw, preemption: bool = False, pods_ready: bool = False) ->
     if draw(st.booleans()):
         for node in cqs + cohorts:
             node["fairSharing"] = {"weight": draw(st.sampled_from([0, 0.5, 1, 2]))}
+    events = [] if ready["enable"] else draw(node_events(pools, 4 * 3600))  # waitForPodsReady refuses them
     return spec.validate({
-        "cluster": {"pools": pools},
+        "cluster": {"pools": pools, "events": events},
         "tenants": [{"name": ns} for ns in namespaces],
         "priorityClasses": [{"name": "low", "value": 0}, {"name": "mid", "value": 50}, {"name": "high", "value": 100}],
         "kueue": {"resourceFlavors": [f for f in flavors if any(f["name"] == used["name"] for node in cqs + cohorts

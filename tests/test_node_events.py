@@ -3,6 +3,7 @@
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -157,11 +158,67 @@ def test_bad_node_events_name_the_field(events, path, message):
     assert str(err.value).startswith(path) and message in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("policy", ["kube-default", "slurm-backfill", "kueue"])
-def test_families_that_do_not_simulate_node_events_refuse_them(policy):
-    scenario = _scenario([{"at": "1h", "node": "a-0", "kind": "fail"}], policy=policy)
+def test_slurm_refuses_node_events():
+    scenario = _scenario([{"at": "1h", "node": "a-0", "kind": "fail"}], policy="slurm-backfill")
     with pytest.raises(SpecError, match=r"^cluster\.events: node events: "):
         labkit.simulate(scenario)
+
+
+def test_kube_scheduler_filters_a_cordoned_node_and_a_failed_one_by_their_own_reasons():
+    """Under kube-scheduler a cordoned node fails NodeUnschedulable and a NotReady one the
+    TaintToleration filter (its node.kubernetes.io/unreachable taint); the pod lost on the failed
+    node restarts its job from the last checkpoint; numba == reference."""
+    jobs = [{"name": f"j{i}", "submit": 60 * i, "tasks": [{"name": "w", "replicas": 1, "resources": {"nvidia.com/gpu": 8}}],
+             "duration": "2h", "checkpointInterval": "30m"} for i in range(4)]
+    result, _ = assert_same(_scenario([{"at": 100, "node": "a-2", "kind": "cordon"},
+                                       {"at": 4000, "node": "a-0", "kind": "fail"},
+                                       {"at": 9000, "node": "a-0", "kind": "recover"},
+                                       {"at": 20000, "node": "a-2", "kind": "uncordon"}], jobs=jobs, policy="kube-default"))
+    events = result.events
+    failed = events[events.kind == "FailedScheduling"]
+    before, during = failed[failed.time < 4000], failed[(failed.time >= 4000) & (failed.time < 9000)]
+    assert len(before) and before.message.str.startswith(
+        "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient nvidia.com/gpu.").all()
+    assert len(during) and during.message.str.contains(
+        "1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 1 node(s) were unschedulable", regex=False).all()
+    lost = events[(events.kind == "Evicted") & (events.time == 4000)]
+    assert lost.reason.tolist() == ["TaintManagerEviction"] and lost.node.tolist() == ["a-0"]
+    job = lost.job.iloc[0]
+    jobs_table = result.jobs.assign(key=result.jobs.namespace + "/" + result.jobs.name).set_index("key")
+    start = events[(events.kind == "Started") & (events.job == job)].time.iloc[0]
+    assert jobs_table.lost_work[job] == pytest.approx((4000 - start) % 1800)
+    assert not pods_on_unavailable_nodes(result) and not unconserved_work(result)
+
+
+def _kueue_with(events, ready=False):
+    data = spec.load(Path(labkit.__file__).parent / "examples" / "kueue-cohort.yaml").model_dump(mode="json", by_alias=True, exclude_unset=True)
+    data["cluster"]["events"] = events
+    data["scheduler"] = {"kueue": {"waitForPodsReady": {"enable": ready}}}
+    for job in data["jobs"]:
+        job["checkpointInterval"] = "10m"
+    return spec.validate(data)
+
+
+def test_under_kueue_a_workload_that_lost_a_pod_keeps_its_quota_and_runs_again():
+    """Kueue: the admitted workload whose pod was on the failed node is not evicted by Kueue (no
+    second QuotaReserved); its job restarts from its checkpoint and its pod binds again once a
+    node of its flavor has room; numba == reference."""
+    result, _ = assert_same(_kueue_with([{"at": 1000, "node": "a100-0", "kind": "fail"},
+                                         {"at": 5000, "node": "a100-0", "kind": "recover"}]))
+    events = result.events
+    lost = events[(events.kind == "Evicted") & (events.reason == "TaintManagerEviction")]
+    assert len(lost) == 1
+    job = lost.job.iloc[0]
+    assert (events[events.job == job].kind == "QuotaReserved").sum() == 1
+    rebound = events[(events.kind == "Bound") & (events.job == job) & (events.time > 1000)]
+    assert len(rebound) == 1 and (rebound.node.iloc[0] != "a100-0" or rebound.time.iloc[0] >= 5000)
+    assert result.jobs.set_index("name").lost_work["a-train"] > 0
+    assert (result.jobs.state == "Completed").all() and not pods_on_unavailable_nodes(result)
+
+
+def test_kueue_with_wait_for_pods_ready_refuses_node_events():
+    with pytest.raises(SpecError, match=r"^cluster\.events: node events with waitForPodsReady: .*recoveryTimeout"):
+        labkit.simulate(_kueue_with([{"at": 1000, "node": "a100-0", "kind": "fail"}], ready=True))
 
 
 def test_a_volcano_conf_without_predicates_refuses_node_events():

@@ -64,6 +64,7 @@ from ..progress import Progress
 from .compile import Compiled
 from .events import (
     ARRIVAL,
+    CHANGE,
     CORDON,
     DRAIN,
     FAIL,
@@ -153,11 +154,14 @@ class Simulation:
         for j in range(n_jobs):
             heapq.heappush(self.heap, (float(compiled.job_submit[j]), ARRIVAL, j, 0))
         self.down = np.zeros(self.p.n_nodes, bool)
-        self.cordoned = np.zeros(self.p.n_nodes, bool)
+        self.cordoned = self.p.node_cordoned.copy()
         if len(compiled.event_time):  # the sessions read the nodes' schedulable flags as the events set them
-            self.p = dataclasses.replace(self.p, node_schedulable=self.p.node_schedulable.copy())
+            self.p = dataclasses.replace(self.p, node_schedulable=self.p.node_schedulable.copy(),
+                                         node_cordoned=self.cordoned)
             for e, at in enumerate(compiled.event_time):
                 heapq.heappush(self.heap, (float(at), NODE, e, 0))
+        for e, at in enumerate(compiled.change_time):
+            heapq.heappush(self.heap, (float(at), CHANGE, e, 0))
 
     # ---------------------------------------------------------------------------- the loop
 
@@ -226,7 +230,22 @@ class Simulation:
             self._create_pods(now, index)
         elif kind == NODE:
             self._node_event(now, index)
+        elif kind == CHANGE:
+            self._change(now, index)
         return True
+
+    def _change(self, now: float, e: int) -> None:
+        """Change ``e`` of the scenario: the Problem fields it sets replace the current ones, so the
+        next session reads them; a pod already created keeps its priority (spec.priority is set at
+        its creation), a PodGroup takes its PriorityClass's new value (the run's record keeps a
+        job's priority as it stood when it started)."""
+        patch = dict(self.c.change_patch[e])
+        if "task_priority" in patch:
+            patch["task_priority"] = np.where(self.created, self.p.task_priority, patch["task_priority"])
+            self.priority = np.where(np.isnan(self.start_time), patch["job_priority"], self.priority)
+        self.p = dataclasses.replace(self.p, **patch)
+        kind, reason, message = self.c.change_said[e]
+        self._log(now, kind, -1, reason=reason, message=message)
 
     def _node_event(self, now: float, e: int) -> None:
         """Node event ``e`` of the scenario: a failed node is NotReady and its pods are lost (the

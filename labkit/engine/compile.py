@@ -25,6 +25,7 @@ when it creates pods (`labkit.engine.quotas`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,10 +36,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SpecError
-from ..spec import Scenario
+from ..spec import Scenario, scheduler_of
 from ..spec.base import DEFAULT_MAX_PODS
-from ..spec.model import NodePool, Task, Tenant
+from ..spec.model import NodePool, Queue, Task, Tenant
 from ..spec.quantity import parse_duration
+from ..spec.timeline import node_events
 from ..workloads import JobTable, expand, job_table
 from .events import NODE_KINDS
 from .problem import (
@@ -81,6 +83,8 @@ class FamilyRules:
     node_events: Callable[[Policy], str | None] | None = None
     """Why the family's engines cannot run this policy's node events (``cluster.events``), or None
     when they can; no function: they never can."""
+    changes: bool = False
+    """The family's reference engine applies ``changes`` (Queues, PriorityClasses, its conf in time)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,9 @@ class Compiled:
     * ``job_pods`` (J+1,) offsets: the tasks of job j are ``job_pods[j]:job_pods[j+1]``.
     * ``horizon`` seconds, inf when the scenario sets none; ``schedule_period`` seconds.
     * ``quotas``: the ResourceQuota admission of pod creation (Kubernetes policies), or None.
+    * ``change_time`` (C,) the times of ``changes`` in time order (ties as written); per change its
+      ``change_patch``, the Problem fields it sets (whole arrays, the earlier changes applied), and
+      ``change_said``, the (kind, reason, message) it logs.
     * ``event_time``, ``event_node``, ``event_kind`` (E,): the node events (``cluster.events``, a
       pool's expanded to its nodes) in the order they happen (time, then as written), the kind
       coded as in ``events.NODE_KINDS``.
@@ -120,6 +127,21 @@ class Compiled:
     event_time: np.ndarray = default(default_factory=lambda: np.zeros(0))
     event_node: np.ndarray = default(default_factory=lambda: np.zeros(0, np.int64))
     event_kind: np.ndarray = default(default_factory=lambda: np.zeros(0, np.int64))
+    change_time: np.ndarray = default(default_factory=lambda: np.zeros(0))
+    change_patch: tuple[dict, ...] = ()
+    change_said: tuple[tuple[str, str, str], ...] = ()
+
+    def problem_at(self, at: float) -> Problem:
+        """The Problem as the changes up to `at` left it (the sessions after `at` read it); the
+        pods' priorities stay as compiled (a pod keeps the priority it was created with)."""
+        later = int(np.searchsorted(self.change_time, at, side="right"))
+        if not later:
+            return self.problem
+        patch: dict = {}
+        for change in self.change_patch[:later]:  # each holds whole arrays: the last one of a field wins
+            patch.update(change)
+        patch.pop("task_priority", None)
+        return dataclasses.replace(self.problem, **patch)
 
     @cached_property
     def scenario(self) -> Scenario:
@@ -267,6 +289,7 @@ def compile_with(rules: FamilyRules, scenario: Scenario, table: JobTable | None 
         **extra,
     )
     event_time, event_node, event_kind = _node_events(scenario, rules, problem)
+    change_time, change_patch, change_said = _changes(scenario, rules, problem, table)
     return Compiled(
         problem=problem,
         source=scenario,
@@ -283,28 +306,88 @@ def compile_with(rules: FamilyRules, scenario: Scenario, table: JobTable | None 
         schedule_period=parse_duration(scenario.scheduler.schedule_period),
         quotas=_quotas(scenario, tenants, table, var_code, pod_requests) if rules.namespaces else None,
         event_time=event_time, event_node=event_node, event_kind=event_kind,
+        change_time=change_time, change_patch=change_patch, change_said=change_said,
     )
 
 
 def _node_events(scenario: Scenario, rules: FamilyRules, problem: Problem) -> tuple[np.ndarray, ...]:
-    """The node events as the clock reads them (``Compiled.event_*``); SpecError naming
-    ``cluster.events`` when the family's engines cannot run them."""
-    events = scenario.cluster.events
-    if not events:
+    """The node events as the clock reads them (``Compiled.event_*``): ``cluster.events`` and the
+    spot pools' drawn interruptions (``spec.timeline``); SpecError naming the field when the
+    family's engines cannot run them."""
+    spot = next((f"cluster.pools[{k}].spot" for k, pool in enumerate(scenario.cluster.pools) if pool.spot), None)
+    if not scenario.cluster.events and spot is None:
         return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
     why = rules.node_events(problem.policy) if rules.node_events else "this policy family's engines do not simulate them"
     if why:
-        raise SpecError("cluster.events", f"node events: {why}")
+        raise SpecError("cluster.events" if scenario.cluster.events else spot, f"node events: {why}")
     node_index = {name: n for n, name in enumerate(problem.node_names)}
     first = {pool.name: (node_index[pool.node_names()[0]], pool.count) for pool in scenario.cluster.pools}
     rows = []
-    for i, event in enumerate(events):
+    for i, (_, event) in enumerate(node_events(scenario)):
         lo, count = first[event.node] if event.node in first else (node_index[event.node], 1)
         rows += [(at, i, k, n, NODE_KINDS.index(kind)) for k, (at, kind) in enumerate(event.steps())
                  for n in range(lo, lo + count)]
     rows.sort(key=lambda row: row[:3])
     table = np.array(rows, float).reshape(len(rows), 5)
     return table[:, 0].copy(), table[:, 3].astype(np.int64), table[:, 4].astype(np.int64)
+
+
+def _changes(scenario: Scenario, rules: FamilyRules, problem: Problem, table: JobTable) -> tuple:
+    """``Compiled.change_*``: each change applied, in time order, to the scenario as the earlier
+    ones left it, and the Problem fields it sets computed from that scenario as compile does
+    (queue arrays, priorities, the Policy); SpecError naming the change the family cannot run."""
+    changes = scenario.changes
+    if not changes:
+        return np.zeros(0), (), ()
+    if not rules.changes:
+        raise SpecError("changes", "changes in time: this policy family's engines do not simulate them")
+    order = sorted(range(len(changes)), key=lambda i: (parse_duration(changes[i].at), i))
+    now, patches, said = scenario, [], []
+    resources = list(problem.resource_names)
+    for i in order:
+        change = changes[i]
+        if change.queue is not None:
+            new = change.queue.model_dump(exclude_unset=True, exclude={"name"})
+            queues = [q.model_copy(update=new) if q.name == change.queue.name else q for q in now.queues]
+            if change.queue.name not in {q.name for q in now.queues}:  # Volcano's own default queue
+                queues.append(Queue(name="default", **new))
+            now = now.model_copy(update={"queues": queues})
+            rows = _queues(now)
+            patch = {"queue_weight": np.array([q["weight"] for q in rows], float)}
+            patch.update({f"queue_{field}": _queue_matrix(rows, field, resources)
+                          for field in ("capability", "deserved", "guarantee")})
+            set_ = ", ".join(f"{k}={v}" for k, v in new.items())
+            said.append(("QueueUpdated", "Applied", f"queue {change.queue.name}: {set_}"))
+        elif change.priority_class is not None:
+            name, value = change.priority_class.name, change.priority_class.value
+            classes = [p.model_copy(update={"value": value}) if p.name == name else p for p in now.priority_classes]
+            now = now.model_copy(update={"priority_classes": classes})
+            priority = _priorities(now, table)[0]
+            patch = {"job_priority": priority, "task_priority": priority[problem.task_job]}
+            said.append(("PriorityClassUpdated", "Applied", f"priorityclass {name}: value={value}"))
+        else:
+            now = now.model_copy(update={"scheduler": change.scheduler.model_copy(
+                update={"schedule_period": scenario.scheduler.schedule_period})})
+            try:
+                section = scheduler_of(now).section
+                policy = rules.policy(now, resources) if section == "conf" else None
+            except SpecError as err:
+                raise SpecError(f"changes[{i}].scheduler", err.message) from None
+            if policy is None:
+                raise SpecError(f"changes[{i}].scheduler", f"a new conf keeps the scheduler: give a Volcano policy or "
+                                f"conf, not a {section} one")
+            if (scenario.cluster.events or any(pool.spot for pool in scenario.cluster.pools)) and rules.node_events:
+                why = rules.node_events(policy)
+                if why:
+                    raise SpecError(f"changes[{i}].scheduler", f"the scenario has node events: {why}")
+            patch = {"policy": policy}
+            conf = scheduler_of(now).conf
+            said.append(("SchedulerConfReloaded", "Applied",
+                         f"actions: {', '.join(conf.action_list())}; plugins: "
+                         + ", ".join(plugin.name for tier in conf.tiers for plugin in tier.plugins)))
+        patches.append(patch)
+    times = np.array([parse_duration(changes[i].at) for i in order], float)
+    return times, tuple(patches), tuple(said)
 
 
 def _hypernodes(scenario: Scenario, nodes: list[str]) -> dict:

@@ -232,6 +232,8 @@ def unsupported(compiled: Compiled) -> str | None:
     """What in this compiled Volcano scenario the numba core does not simulate, or None."""
     problem = compiled.problem
     policy = problem.policy
+    if len(compiled.change_time):
+        return "changes in time (Queues, PriorityClasses, the scheduler conf)"
     if policy.action_period is not None or policy.pods_at_submit:
         return "action periods or pods at submit"
     if np.isfinite(problem.job_time_limit).any():
@@ -877,6 +879,9 @@ def record(m: dict, events, **extra) -> RunRecord:
 
 
 _ACTIONS = np.array([a.name.lower() for a in sorted(Action)], object)
+NODE_EVICTIONS = {MSG_NODE_LOST: ("TaintManagerEviction", "Marking for deletion Pod "),
+                  MSG_DRAINED: ("Drain", "evicting pod ")}
+"""A node event's eviction message code: its reason, and its message before the pod's name."""
 _PHASE_CHANGES = np.array([[f"PodGroup {x.name.title()} -> {y.name.title()}" for y in sorted(PodGroupPhase)]
                            for x in sorted(PodGroupPhase)], object)
 _PLACED = {MSG_FITS_IDLE: "fits Idle on ", MSG_BACKFILL: "best-effort task placed on ",
@@ -907,8 +912,7 @@ def _events(p: Problem, time: np.ndarray, coded: np.ndarray, kinds: tuple[str, .
         rows = np.flatnonzero(msg == code)
         messages[rows] = text + tasks[a[rows]]
         reasons[rows] = action
-    for code, reason, text in ((MSG_NODE_LOST, "TaintManagerEviction", "Marking for deletion Pod "),
-                               (MSG_DRAINED, "Drain", "evicting pod ")):
+    for code, (reason, text) in NODE_EVICTIONS.items():
         rows = np.flatnonzero(msg == code)
         messages[rows] = text + tasks[task[rows]]
         reasons[rows] = reason

@@ -784,14 +784,21 @@ def session(s, now):
     session_at(s, now, session_once(s, now))
 
 
+@jit
+def push_node_events(s):
+    """At a run's start (before the first :func:`clock_loop`), the scenario's node events onto the
+    clock's heap, which has room for them (core.mutable_arrays)."""
+    if s.clock[3] == 0.0:
+        for e in range(s.ne_time.size):
+            push_event(s, s.ne_time[e], NODE, e, 0)
+
+
 @entry
 def run(fields, budget):
     """The run of a compiled scenario (:func:`clock_loop`, Volcano's sessions), at most ``budget``
     steps of it; True when it is over."""
     s = state_new(fields)
-    if s.clock[3] == 0.0:
-        for e in range(s.ne_time.size):  # the heap has room for them (core.mutable_arrays)
-            push_event(s, s.ne_time[e], NODE, e, 0)
+    push_node_events(s)
     over = clock_loop(s, budget, next_session, never, apply_event, changed, session, room_for_event, room_for_session)
     state_free(s)
     return over

@@ -14,6 +14,10 @@ NODE = 7
 """A node event of the scenario (``cluster.events``), applied after the other events of its instant;
 its index is the event's row in ``Compiled.event_time``."""
 
+CHANGE = 8
+"""A change of the scenario (``changes``: a Queue, a PriorityClass, the conf), applied after the
+other events of its instant; its index is the change's row in ``Compiled.change_time``."""
+
 FAIL, RECOVER, CORDON, UNCORDON, DRAIN = 0, 1, 2, 3, 4
 """Node event kinds (``NodeEvent.kind``), in ``NODE_KINDS`` order."""
 NODE_KINDS = ("fail", "recover", "cordon", "uncordon", "drain")

@@ -541,7 +541,10 @@ class Problem:
 
     Nodes
       ``node_names`` (N,); ``node_allocatable`` (N, R) ``status.allocatable`` (pods dim = max pods);
-      ``node_schedulable`` (N,) bool, false for ``spec.unschedulable`` nodes.
+      ``node_schedulable`` (N,) bool, false for ``spec.unschedulable`` nodes and for nodes a node
+      event took down (NotReady); ``node_cordoned`` (N,) bool, ``spec.unschedulable`` set by a
+      node event (cordon, drain) or given (default: the nodes not schedulable), so kube-scheduler
+      can tell its NodeUnschedulable filter from the unreachable taint of a NotReady node.
     Queues
       ``queue_names`` (Q,); ``queue_weight`` (Q,) float64 ``spec.weight``;
       ``queue_capability`` / ``queue_deserved`` / ``queue_guarantee`` (Q, R), NaN = dimension not
@@ -681,11 +684,13 @@ class Problem:
     node_hypernode: np.ndarray | None = None
     job_topology_tier: np.ndarray | None = None
     job_topology_hard: np.ndarray | None = None
+    node_cordoned: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n_part, n_qos, n_assoc = len(self.partition_names), len(self.qos_names), len(self.assoc_names)
         defaults = {
             "hdrf_parent": lambda: np.full(len(self.hdrf_names), -1, np.int64),
+            "node_cordoned": lambda: ~self.node_schedulable,
             "hdrf_weight": lambda: np.ones(len(self.hdrf_names)),
             "queue_hdrf_node": lambda: np.zeros(len(self.queue_names), np.int64),
             "job_partition": lambda: np.zeros(self.n_jobs, np.int64),

@@ -13,6 +13,7 @@ from ..errors import SpecError
 from . import kueue
 from .model import MAX_JOBS, MAX_NODES, MAX_PODS, Job, NodePool, Scenario, Task, Tenant, Toleration, Workload
 from .quantity import parse_duration, parse_quantity
+from .timeline import node_events
 
 # Volcano creates these two queues itself (`cache.go newDefaultAndRootQueue`).
 BUILTIN_QUEUES = ("root", "default")
@@ -63,6 +64,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
                         raise SpecError(f"jobs[{i}].status.running.{role}[{n}]", f"no node named {node!r}")
     _check_running_fits(scenario)
     _check_node_events(scenario)
+    _check_changes(scenario)
     for i, load in enumerate(scenario.workloads):
         _check_refs(f"workloads[{i}]", load, namespaces, queues, classes)
         _check_leaf(f"workloads[{i}].queue", load.queue, children)
@@ -141,22 +143,23 @@ def _check_running_fits(scenario: Scenario) -> None:
 
 def _check_node_events(scenario: Scenario) -> None:
     """Each node event names a node or a pool, and makes sense for the node's state when it
-    happens (in time order, ties as written): `fail` an up node, `recover` a failed one, `cordon`
-    a schedulable one, `uncordon` a cordoned one (`drain` cordons, once or again)."""
-    events = scenario.cluster.events
-    if not events:
+    happens (in time order, ties as written, a spot pool's drawn interruptions after
+    `cluster.events`): `fail` an up node, `recover` a failed one, `cordon` a schedulable one,
+    `uncordon` a cordoned one (`drain` cordons, once or again)."""
+    if not scenario.cluster.events and not any(pool.spot for pool in scenario.cluster.pools):
         return
+    events = node_events(scenario)
     pools = {pool.name: pool.node_names() for pool in scenario.cluster.pools}
     nodes = {name for names in pools.values() for name in names}
     down: dict[str, str] = {}
     cordoned: dict[str, str] = {}
-    for i, event in enumerate(events):
+    for i, (path, event) in enumerate(events):
         if event.node not in pools and event.node not in nodes:
-            raise SpecError(f"cluster.events[{i}].node", f"no node or pool named {event.node!r} "
+            raise SpecError(f"{path}.node", f"no node or pool named {event.node!r} "
                             f"(pools: {', '.join(pools)}; nodes are <pool>-<i>)")
-    steps = sorted((at, i, k, kind) for i, event in enumerate(events) for k, (at, kind) in enumerate(event.steps()))
+    steps = sorted((at, i, k, kind) for i, (_, event) in enumerate(events) for k, (at, kind) in enumerate(event.steps()))
     for at, i, _, kind in steps:
-        event = events[i]
+        path, event = events[i]
         when = f"{at:g}s" if event.kind == "interrupt" else str(event.at)
         for node in pools.get(event.node, [event.node]):
             wrong = {"fail": node in down, "recover": node not in down, "cordon": node in cordoned,
@@ -166,7 +169,9 @@ def _check_node_events(scenario: Scenario) -> None:
                          "not down (recover follows a fail)" if kind == "recover" else
                          f"already cordoned since {cordoned[node]}" if kind == "cordon" else
                          "not cordoned (uncordon follows a cordon or drain)")
-                raise SpecError(f"cluster.events[{i}].kind", f"{event.kind} at {event.at}: node {node} is {state}")
+                where = f"{path}.kind" if path.startswith("cluster.events") else path
+                drawn = "" if path.startswith("cluster.events") else "a drawn "
+                raise SpecError(where, f"{drawn}{event.kind} at {event.at}: node {node} is {state}")
             if kind == "fail":
                 down[node] = when
             elif kind == "recover":
@@ -177,8 +182,32 @@ def _check_node_events(scenario: Scenario) -> None:
                 del cordoned[node]
 
 
+def _check_changes(scenario: Scenario) -> None:
+    """Each change names a Queue or PriorityClass of the scenario (or Volcano's `default` queue),
+    and a scheduler change keeps the schedule period (the session's clock, not the conf)."""
+    queues = {q.name for q in scenario.queues} | {"default"}
+    classes = {p.name for p in scenario.priority_classes}
+    for i, change in enumerate(scenario.changes):
+        if change.queue is not None and change.queue.name not in queues:
+            raise SpecError(f"changes[{i}].queue.name", f"no queue named {change.queue.name!r} "
+                            f"(queues: {', '.join(sorted(queues))})")
+        if change.priority_class is not None and change.priority_class.name not in classes:
+            raise SpecError(f"changes[{i}].priorityClass.name", f"no PriorityClass named {change.priority_class.name!r}"
+                            f" (priorityClasses: {', '.join(sorted(classes)) or 'none'})")
+        if change.scheduler is not None and "schedule_period" in change.scheduler.model_fields_set:
+            raise SpecError(f"changes[{i}].scheduler.schedulePeriod", "the schedule period is the scheduler's "
+                            "command-line flag, not its conf: a change cannot set it")
+
+
 def simulated_only(scenario: Scenario) -> None:
     """Refuse what only the simulator runs, for the adapters to a real cluster: node events."""
+    for k, pool in enumerate(scenario.cluster.pools):
+        if pool.spot is not None:
+            raise SpecError(f"cluster.pools[{k}].spot", "spot interruptions are simulated only: a real cluster's "
+                                                        "spot nodes are reclaimed by its provider (remove it to run it on one)")
+    if scenario.changes:
+        raise SpecError("changes", "changes in time are simulated only: on a real cluster, kubectl apply them "
+                                   "at their time (remove them to run it on one)")
     if scenario.cluster.events:
         raise SpecError("cluster.events", "node events are simulated only: a real cluster's nodes fail, cordon and "
                                           "drain by its operator's hand (remove them to run it on one)")

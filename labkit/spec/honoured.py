@@ -95,6 +95,11 @@ _NETWORK_TOPOLOGY = {
     "kueue": W("Volcano's; Kueue ignores it (its Topology Aware Scheduling is not simulated yet)"),
     "slurm": W("Volcano's; Slurm ignores it"),
 }
+_NODE_EVENTS = _by({"slurm": R("node events: this policy family's engines do not simulate them")})
+"""Node events: `cluster.events` and the interruptions a spot pool draws (a Volcano conf without the
+predicates plugin, or Kueue with waitForPodsReady, is refused when the scenario is compiled)."""
+_CHANGES = _only("volcano", R("changes in time: this policy family's engines do not simulate them"))
+"""Queues, PriorityClasses and the conf changed in time: Volcano's reference engine applies them."""
 _HYPERNODES = {
     "volcano": H,  # HyperNodes for the network-topology-aware plugin (jobs with networkTopology)
     "kube-scheduler": W("Volcano HyperNodes; kube-scheduler ignores them"),
@@ -119,6 +124,11 @@ _DISTRIBUTION = "distribution value low high mean median sigma std choices weigh
 TABLE: dict[str, tuple[Decision, ...]] = {
     # scenario
     **_rows("", "name description seed horizon cluster tenants jobs workloads scheduler", ALL),
+    "changes": _CHANGES,
+    **_rows("changes[].", "at queue priorityClass scheduler", _CHANGES),
+    **_rows("changes[].queue.", "name weight capability deserved guarantee", _CHANGES),
+    **_rows("changes[].priorityClass.", "name value", _CHANGES),
+    "changes[].scheduler.**": _CHANGES,
     "queues": _only("volcano", _VOLCANO_QUEUE),
     "priorityClasses": _by(_PRIORITY_CLASS),
     "slurm": _only("slurm", W("Slurm's (partitions, QOS, associations); this policy ignores it")),
@@ -127,14 +137,15 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     "kueue.**": _only("kueue", W("Kueue's; this policy ignores it")),
     # cluster
     "cluster.pools": ALL,
-    **_rows("cluster.pools[].", "name count resources labels taints speed", ALL),
+    **_rows("cluster.pools[].", "name count resources labels taints speed price", ALL),
+    "cluster.pools[].spot": _NODE_EVENTS,
+    **_rows("cluster.pools[].spot.", "rate per notice replaceAfter until seed", _NODE_EVENTS),
     **_rows("cluster.pools[].taints[].", "key value effect", ALL),
     "cluster.topology": _by(_HYPERNODES),
     "cluster.topology.tiers": _by(_HYPERNODES),
     **_rows("cluster.topology.tiers[].", "name size", _by(_HYPERNODES)),
-    "cluster.events": _only("volcano", R("node events: this policy family's engines do not simulate them")),
-    **_rows("cluster.events[].", "at node kind notice",
-            _only("volcano", R("node events: this policy family's engines do not simulate them"))),
+    "cluster.events": _NODE_EVENTS,
+    **_rows("cluster.events[].", "at node kind notice", _NODE_EVENTS),
     # tenants
     **_rows("tenants[].", "name namespace resourceQuota limitRange", ALL),
     "tenants[].resourceQuota.hard": ALL,

@@ -81,6 +81,27 @@ class Toleration(Model):
         return self.operator == "Exists" or self.value == taint.value
 
 
+class Spot(Model):
+    """A spot pool's interruptions: a Poisson process of `rate` interruptions per hour, one per node
+    (`per: node`, each node reclaimed on its own) or one for the pool (`per: pool`, every node at
+    once, as when a zone runs out of spot capacity). Each interruption is an `interrupt` node event
+    (the notice drains the node, at the interruption it fails); `replaceAfter` later a replacement
+    node of the same name joins (the node recovers, schedulable), or never when it is null. A node
+    is interrupted again only once it is back and past a notice. The draws are made when the
+    scenario is compiled, from `seed` (default: the scenario's), over [0, `until`) (default: the
+    scenario's horizon), so every engine sees the same events."""
+
+    rate: float = Field(gt=0, le=3600)
+    """Interruptions per hour, per node or per pool."""
+    per: Literal["node", "pool"] = "node"
+    notice: Duration = "2m"
+    """The interruption notice (EC2's is 2 minutes)."""
+    replace_after: Duration | None = "5m"
+    """How long after an interruption its replacement joins (an assumption: set your provider's)."""
+    until: PositiveDuration | None = None
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
+
+
 class NodePool(Model):
     """`count` identical nodes named `<name>-<i>`; `speed` scales job work on them (1 = reference GPU)."""
 
@@ -90,6 +111,10 @@ class NodePool(Model):
     labels: dict[str, str] = {}
     taints: list[Taint] = []
     speed: float = Field(default=1.0, gt=0)
+    price: float | None = Field(default=None, ge=0)
+    """What one GPU-hour on this pool costs (any currency); `labkit.metrics.cost` reads it."""
+    spot: Spot | None = None
+    """The pool is spot capacity, reclaimed at random (:class:`Spot`)."""
 
     @field_validator("resources")
     @classmethod
@@ -919,6 +944,53 @@ class Scheduler(Model):
         return next((name for name in ("conf", "slurm", "kueue", "kube") if getattr(self, name) is not None), None)
 
 
+# ---------------------------------------------------------------------------------------- changes
+
+
+class QueueChange(Model):
+    """The Queue fields a change sets (the others keep their value)."""
+
+    name: ObjectName
+    weight: int | None = Field(default=None, ge=1, le=65535)
+    capability: ResourceList | None = None
+    deserved: ResourceList | None = None
+    guarantee: ResourceList | None = None
+
+
+class PriorityClassChange(Model):
+    name: ObjectName
+    value: int = Field(ge=-2147483648, le=1000000000)
+
+
+class Change(Model):
+    """A `kubectl apply` at time `at`: one Queue's fields (`queue`), a PriorityClass's value
+    (`priorityClass`) or the scheduler's conf (`scheduler`: a Volcano policy name or conf, as the
+    ConfigMap's new content). It takes effect at the first session at or after `at` (the events of
+    an instant come before its session): Volcano snapshots
+    Queues and PriorityClasses from its informers each session, and its file watcher reloads
+    volcano-scheduler.conf on a write, each session then running the actions and plugins loaded
+    last (pkg/scheduler/scheduler.go: watchSchedulerConf, runOnce). A PriorityClass's new value
+    is every PodGroup's priority from then on and the priority of the pods created after it (a
+    pod's spec.priority is set once, at its creation)."""
+
+    at: Duration
+    queue: QueueChange | None = None
+    priority_class: PriorityClassChange | None = None
+    scheduler: Scheduler | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Change:
+        given = [name for name in ("queue", "priorityClass", "scheduler")
+                 if getattr(self, "priority_class" if name == "priorityClass" else name) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give one of queue, priorityClass or scheduler, not {' and '.join(given) or 'none'}")
+        return self
+
+    @property
+    def what(self) -> str:
+        return "queue" if self.queue else "priorityClass" if self.priority_class else "scheduler"
+
+
 # ---------------------------------------------------------------------------------------- scenario
 
 
@@ -938,3 +1010,5 @@ class Scenario(Model):
     slurm: SlurmCluster | None = None
     kueue: Kueue | None = None
     scheduler: Scheduler = Scheduler(policy="volcano-shipped")
+    changes: list[Change] = []
+    """Queues, PriorityClasses and the scheduler conf changed in time (:class:`Change`)."""

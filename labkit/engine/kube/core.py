@@ -25,7 +25,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...spec.kube import MAX_NODE_SCORE
-from ..core import CoreFields, fresh, in_slices, record, run_grown
+from ..core import NODE_EVICTIONS, CoreFields, fresh, in_slices, record, run_grown
 from ..core_account import list_insert, list_remove, set_created, set_status
 from ..core_clock import (
     always_room,
@@ -36,8 +36,10 @@ from ..core_clock import (
     log,
     maybe_start,
     namespace_used,
+    node_event,
     on_grid,
     push_event,
+    push_node_events,
     push_row,
     quiet,
     released,
@@ -69,7 +71,7 @@ from ..core_state import (
     state_free,
     state_new,
 )
-from ..events import TIMER, WAKE
+from ..events import NODE, TIMER, WAKE
 from ..problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
 from ..records import RunRecord
 from ..volcano.core_actions import sort_prefix
@@ -82,9 +84,11 @@ from .reference import (
     NOT_HELPFUL,
     OPTIMISTIC,
     PREEMPTED_WAITING,
+    UNREACHABLE_NODE,
     UNRESERVED,
     UNRESOLVABLE,
     UNSCHEDULABLE,
+    UNSCHEDULABLE_NODE,
     assigned_message,
     fit_message,
     group_rejected_message,
@@ -114,8 +118,8 @@ N_ARGS = 11
 # slots of ``s.k_ints``: the session's nominated pods, outputs and note rows, the run's logged rows
 K_NOMINATED, K_BINDS, K_EVICTS, K_NOTES, K_ROWS, K_VALUES, K_REJECTED = range(7)
 # reasons a node fails a pod (columns of a FailedScheduling row's counts), in the resources R:
-# unschedulable node, Too many pods, Insufficient <r>, no victims, not helpful, the class failures
-Z_UNSCHEDULABLE, Z_PODS, Z_INSUFFICIENT = 0, 1, 2
+# unschedulable node, unreachable (NotReady) node, Too many pods, Insufficient <r>, no victims, not helpful, the class failures
+Z_UNSCHEDULABLE, Z_UNREACHABLE, Z_PODS, Z_INSUFFICIENT = 0, 1, 2, 3
 
 KUBE_STATIC = (
     "k_arg", "k_queue", "k_fit_weights", "k_shape", "k_balanced", "k_failure",
@@ -298,7 +302,7 @@ def filter_node(s, t, n, extra, counts, record):
     UNSCHEDULABLE or UNRESOLVABLE, with the reasons counted in ``counts`` when ``record``."""
     if not s.node_sched[n]:
         if record:
-            counts[Z_UNSCHEDULABLE] += 1
+            counts[Z_UNREACHABLE if s.node_down[n] and not s.node_cordon[n] else Z_UNSCHEDULABLE] += 1
         return UNRESOLVABLE
     f = s.k_failure[s.t_class[t], n]
     if f:
@@ -896,6 +900,9 @@ def release(s, now, t):
 
 @jit
 def apply_event(s, now, slot):
+    if s.h_key[slot, 0] == NODE:
+        node_event(s, now, s.h_key[slot, 1])
+        return True
     return clock_event(s, now, slot, arrive, release)
 
 
@@ -930,6 +937,7 @@ def run_core(fields, budget):
     kube's events and sessions, stopping once :func:`core_clock.quiet`), at most ``budget`` steps of
     it; True when it is over."""
     s = state_new(fields)
+    push_node_events(s)
     over = clock_loop(s, budget, next_session, settled, apply_event, changed, session, always_room, always_room)
     state_free(s)
     return over
@@ -947,7 +955,7 @@ def unsupported(compiled) -> str | None:
 
 def reason_names(p) -> list[str]:
     """The reasons a node fails a pod, in the order of a FailedScheduling row's counts."""
-    return (["node(s) were unschedulable", "Too many pods"] + [f"Insufficient {r}" for r in p.resource_names]
+    return ([UNSCHEDULABLE_NODE, UNREACHABLE_NODE, "Too many pods"] + [f"Insufficient {r}" for r in p.resource_names]
             + [NO_VICTIMS, NOT_HELPFUL] + list(p.failure_reasons))
 
 
@@ -1054,6 +1062,8 @@ def _events(c, time: np.ndarray, coded: np.ndarray, values: np.ndarray) -> list[
             message = c.quotas.refusal(t, used)
         elif code == MSG_PODS_RUNNING:
             message = f"{a[k]} pods running"
+        elif code in NODE_EVICTIONS:
+            reason, message = NODE_EVICTIONS[code][0], NODE_EVICTIONS[code][1] + tasks[t]
         out.append((time[k].item(), KINDS[kind[k]], job[k], t, node[k], reason, message))
     return out
 

@@ -78,6 +78,12 @@ STRATEGIES = {"LeastAllocated": LEAST_ALLOCATED, "MostAllocated": MOST_ALLOCATED
 UNSCHEDULABLE, UNRESOLVABLE = 1, 2
 """Filter status codes: Unschedulable (preemption may help), UnschedulableAndUnresolvable."""
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
+UNSCHEDULABLE_NODE = "node(s) were unschedulable"
+"""NodeUnschedulable's reason: the node is cordoned (``spec.unschedulable``)."""
+UNREACHABLE_NODE = "node(s) had untolerated taint {node.kubernetes.io/unreachable: }"
+"""TaintToleration's reason for a node gone NotReady (a failed node stops posting its status, and
+the node lifecycle controller taints it ``node.kubernetes.io/unreachable:NoSchedule``; the pods'
+default tolerations are for the NoExecute taint only). NodeUnschedulable is filtered first."""
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "preemption: not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "preemption: not eligible due to a terminating pod on the nominated node."
@@ -132,7 +138,8 @@ def kube_policy(conf: KubeSchedulerConfiguration, resource_names: tuple[str, ...
         pods_at_submit=True, kube=args)
 
 
-KUBE = FamilyRules(policy=lambda scenario, resources: kube_policy(scheduler_of(scenario).kube, resources))
+KUBE = FamilyRules(policy=lambda scenario, resources: kube_policy(scheduler_of(scenario).kube, resources),
+                   node_events=lambda policy: None)
 """How a kube-scheduler scenario compiles: its one profile as the Policy; the shared rest as it is."""
 
 
@@ -368,7 +375,7 @@ class Scheduler:
         """The filters on one node: None if it passes, else (code, reasons). ``extra`` is what the
         nominated pods of priority >= the pod's add to the node (computed when not given)."""
         if not node.schedulable:
-            return UNRESOLVABLE, ["node(s) were unschedulable"]
+            return UNRESOLVABLE, [UNSCHEDULABLE_NODE if self.p.node_cordoned[node.index] else UNREACHABLE_NODE]
         failure = self.p.class_node_failure[task.node_class, node.index]
         if failure:
             return UNRESOLVABLE, [self.p.failure_reasons[failure]]

@@ -39,6 +39,7 @@ from ..core_clock import (
     never,
     next_session,
     push_event,
+    push_node_events,
     session_at,
     set_phase,
 )
@@ -1370,6 +1371,7 @@ def run_core(fields, budget):
     period after the last) with Kueue's sessions and timers, at most ``budget`` steps of it; True
     when it is over."""
     s = state_new(fields)
+    push_node_events(s)
     over = clock_loop(s, budget, next_session, never, apply_event, changed, session, always_room, always_room)
     state_free(s)
     return over

@@ -1143,8 +1143,13 @@ def label_cluster_queues(result: Result) -> Result:
 def compile_kueue(scenario: Scenario) -> Compiled:
     """The scenario compiled for a Kueue run: the clock's arrays of a Volcano placeholder (its conf
     is unused: Kueue decides, not a session) and the scenario with its own scheduler section."""
-    if scenario.cluster.events:
-        raise SpecError("cluster.events", "node events: the Kueue engines do not simulate them")
+    spot = next((f"cluster.pools[{k}].spot" for k, pool in enumerate(scenario.cluster.pools) if pool.spot), None)
+    if (scenario.cluster.events or spot) and scheduler_of(scenario).kueue.wait_for_pods_ready.enable:
+        raise SpecError("cluster.events" if scenario.cluster.events else spot,
+                        "node events with waitForPodsReady: how an admitted workload that lost pods recovers "
+                        "(recoveryTimeout) is not simulated")
+    if scenario.changes:
+        raise SpecError("changes", "changes in time: the Kueue engines do not simulate them")
     if scenario.kueue is None:
         raise SpecError("kueue", "a Kueue policy needs the scenario's kueue objects (clusterQueues, localQueues)")
     placeholder = expand(scenario).model_copy(update={"scheduler": Scheduler(policy="volcano-shipped")})

@@ -190,5 +190,5 @@ def _topology_notes(scenario: Scenario, gradient: bool) -> None:
     warnings.warn(LabkitWarning(note), stacklevel=3)
 
 
-VOLCANO = FamilyRules(policy=volcano_policy, node_events=node_events_need)
+VOLCANO = FamilyRules(policy=volcano_policy, node_events=node_events_need, changes=True)
 """How a Volcano scenario compiles: its conf as the Policy; the shared rest as it is."""
