@@ -360,15 +360,3 @@ def test_a_core_function_becomes_machine_code_only_in_its_entry_point(monkeypatc
     ours = [name.rpartition(".")[2] for name in emitted if name.startswith("test_a_core_function_becomes_")]
     assert ours == ["top"], emitted
 
-
-@pytest.mark.parametrize(("policy", "entry"), [("volcano-shipped", "run_without_victims"),
-                                               ("volcano-multitenant", "run")])
-def test_a_conf_without_preempt_and_reclaim_runs_a_core_compiled_without_them(monkeypatch, policy, entry):
-    """preempt and reclaim (capacity's victims with them) are a third of the Volcano core: a conf
-    without either runs an entry point compiled without them (a fresh install compiles less), with
-    the same results."""
-    entries = []
-    in_slices = core.in_slices
-    monkeypatch.setattr(core, "in_slices", lambda run_core, progress: entries.append(run_core) or in_slices(run_core, progress))
-    assert_same(with_policy(cases.case_study(nodes=4, hours=24), policy))
-    assert entries == [getattr(core_clock, entry)]

@@ -585,10 +585,8 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
     (:data:`STEP_SECONDS`, :func:`in_slices`): there ``progress(jobs done, jobs, simulated time)``
     is called and Ctrl-C (KeyboardInterrupt) is raised, which jitted code cannot see."""
     from .core_clock import run as run_core
-    from .core_clock import run_without_victims
 
-    evicting = bool(np.isin(static["actions"], [Action.PREEMPT, Action.RECLAIM]).any())
-    mutable, _ = run_grown(in_slices(run_core if evicting else run_without_victims, progress), CoreFields, static, scale)
+    mutable, _ = run_grown(in_slices(run_core, progress), CoreFields, static, scale)
     return None if mutable["refused"][0] else _record(compiled, mutable)
 
 

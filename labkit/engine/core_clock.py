@@ -86,7 +86,7 @@ from .core_state import (
     state_new,
 )
 from .events import ARRIVAL, CORDON, DRAIN, FAIL, FINISH, NODE, RECOVER, RELEASED, WAKE
-from .volcano.core_actions import no_victims, run_session, sort_prefix, victims
+from .volcano.core_actions import run_session, sort_prefix
 
 # -------------------------------------------------------------------------------- records
 
@@ -643,14 +643,13 @@ def always_room(s):
 
 
 @inlined
-def session_once(s, now, evicting):
+def session_once(s, now):
     """One session on the live jobs, its decisions applied; True if it changed anything. Phases
-    and starts are looked at for the jobs touched since (the others cannot change). ``evicting``:
-    see ``core_actions.run_session``."""
+    and starts are looked at for the jobs touched since (the others cannot change)."""
     if s.ints[I_LIVE] == 0:
         return False
     s.ints[I_SESSIONS] += 1
-    n_pipelined = run_session(s, now, evicting)
+    n_pipelined = run_session(s, now)
     changed = s.ints[I_BINDS] > 0 or s.ints[I_EVICTS] > 0
     for k in range(s.ints[I_BINDS]):
         bind(s, now, s.binds[k, 0], s.binds[k, 4], s.binds[k, 1], s.binds[k, 2], s.binds[k, 3])
@@ -775,16 +774,11 @@ def session_at(s, now, changed):
 
 @jit
 def session(s, now):
-    session_at(s, now, session_once(s, now, victims))
+    session_at(s, now, session_once(s, now))
 
 
-@jit
-def session_without_victims(s, now):
-    session_at(s, now, session_once(s, now, no_victims))
-
-
-@inlined
-def run_with(fields, budget, session):
+@entry
+def run(fields, budget):
     """The run of a compiled scenario (:func:`clock_loop`, Volcano's sessions), at most ``budget``
     steps of it; True when it is over."""
     s = state_new(fields)
@@ -794,16 +788,3 @@ def run_with(fields, budget, session):
     over = clock_loop(s, budget, next_session, never, apply_event, changed, session, room_for_event, room_for_session)
     state_free(s)
     return over
-
-
-@entry
-def run(fields, budget):
-    """:func:`run_with` Volcano's sessions."""
-    return run_with(fields, budget, session)
-
-
-@entry
-def run_without_victims(fields, budget):
-    """:func:`run_with` Volcano's sessions compiled without preempt and reclaim, for a conf without
-    them: a third less to compile on a fresh install."""
-    return run_with(fields, budget, session_without_victims)

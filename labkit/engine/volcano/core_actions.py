@@ -1958,25 +1958,9 @@ def reclaim(s, now):
                 push(s, HEAP_QUEUE, 0, q)
 
 
-@jit
-def victims(s, now, action):
-    """preempt or reclaim: the actions that evict."""
-    if action == PREEMPT:
-        preempt(s, now)
-    else:
-        reclaim(s, now)
-
-
-@jit
-def no_victims(s, now, action):
-    """In place of :func:`victims` for a conf without preempt and reclaim (never called): the core
-    compiled without them, a third less to compile."""
-
-
 @inlined
-def run_session(s, now, evicting):
-    """One scheduling cycle on the live jobs; returns the number of pipelined pods at close.
-    ``evicting``: :func:`victims`, or :func:`no_victims` for a conf without preempt and reclaim."""
+def run_session(s, now):
+    """One scheduling cycle on the live jobs; returns the number of pipelined pods at close."""
     open_session(s)
     for a in s.actions:
         if a == ENQUEUE:
@@ -1985,6 +1969,8 @@ def run_session(s, now, evicting):
             allocate(s, now)
         elif a == BACKFILL:
             backfill(s, now)
-        else:
-            evicting(s, now, a)
+        elif a == PREEMPT:
+            preempt(s, now)
+        elif a == RECLAIM:
+            reclaim(s, now)
     return close_session(s)
