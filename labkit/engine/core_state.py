@@ -180,9 +180,9 @@ class _CalleeLowering(NativeLowering):
 
 class _EntryLibrary(JITCodeLibrary):
     """An entry point's code: its module, every core function it calls linked in as IR
-    (:class:`_CalleeLibrary`), optimised twice. One O3 pass over that raw IR inlined less than
-    numba's passes over callees optimised one by one (the warm run of the week took 13% more CPU);
-    the second pass sees the simplified callees and costs a few seconds once."""
+    (:class:`_CalleeLibrary`), optimised twice: after one O3 pass over that raw IR the warm run of
+    the week took 13% more CPU than with numba's passes over callees optimised one by one; the
+    second pass sees the simplified callees (benchmarks/README.md, "Machine code once")."""
 
     def _optimize_final_module(self):
         super()._optimize_final_module()
