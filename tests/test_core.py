@@ -323,3 +323,40 @@ def test_two_processes_saving_one_core_function_keep_each_signatures_code(tmp_pa
     second.join()
     fresh = Paused()
     assert (fresh.load("sig-a"), fresh.load("sig-b")) == ("code of a", "code of b")
+
+
+def test_a_core_function_becomes_machine_code_only_in_its_entry_point(monkeypatch):
+    """numba optimises each jitted function's module with everything it calls linked in and turns it
+    into machine code, at every level of the call tree: half of a cold compile of the core, all of it
+    thrown away, since only the entry point runs. A core function (core_state.jit) is IR its callers
+    link in, optimised and turned into machine code once, in the entry point's module."""
+    from numba import njit
+    from numba.core.codegen import JITCodeLibrary
+
+    from labkit.engine.core_state import jit
+
+    emitted = []
+    finalize_specific = JITCodeLibrary._finalize_specific
+
+    def recorded(library):
+        emitted.append(library.name)
+        finalize_specific(library)
+
+    monkeypatch.setattr(JITCodeLibrary, "_finalize_specific", recorded)
+
+    @jit
+    def leaf(values, k):
+        return np.sort(values)[k]
+
+    @jit
+    def middle(values):
+        return leaf(values, 0) + 10 * leaf(values, values.size - 1)
+
+    @njit
+    def top(values):
+        return 2 * middle(values)
+
+    assert top(np.array([3.0, 1.0, 2.0])) == 62.0
+    ours = [name.rpartition(".")[2] for name in emitted if name.startswith("test_a_core_function_becomes_")]
+    assert ours == ["top"], emitted
+

@@ -21,6 +21,11 @@ from pathlib import Path
 from llvmlite import ir
 from numba import njit, types
 from numba.core import caching, cgutils, imputils
+from numba.core.codegen import JITCodeLibrary
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_lock import require_global_compiler_lock
+from numba.core.compiler_machinery import register_pass
+from numba.core.typed_passes import NativeLowering
 from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
 
@@ -126,14 +131,101 @@ def _cached(**options):
     return decorate
 
 
-jit = _cached(no_cpython_wrapper=True, no_cfunc_wrapper=True)
-"""The core's functions: compiled once and cached, called only from jitted code (no wrappers)."""
+class _CalleeCodegen:
+    """A callee library's view of numba's codegen: its function is never run on its own, so its
+    environment has no address to set (numba would write through a null one)."""
 
-inlined = _cached(inline="always", no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    def __init__(self, codegen):
+        self._codegen = codegen
+
+    def set_env(self, env_name, env):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._codegen, name)
+
+
+class _CalleeLibrary(JITCodeLibrary):
+    """The code of a core function called only from jitted code: LLVM IR that its callers link in.
+    numba would optimise each function's module with everything it calls linked in and turn it into
+    machine code, at every level of the call tree (most of a cold compile, all of it thrown away:
+    only the entry point runs); here that is done once, in the entry point's module."""
+
+    @property
+    def codegen(self):
+        return _CalleeCodegen(self._codegen)
+
+    def finalize(self):
+        require_global_compiler_lock()
+        self._raise_if_finalized()
+        for library in dict.fromkeys(self._linking_libraries):
+            self._reload_init.update(library._reload_init)
+            self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+        self._finalized = True
+
+    def get_pointer_to_function(self, name):
+        return 0
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class _CalleeLowering(NativeLowering):
+    """numba's lowering into a :class:`_CalleeLibrary`."""
+
+    _name = "labkit_callee_lowering"
+
+    def run_pass(self, state):
+        state.library = _CalleeLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+        return super().run_pass(state)
+
+
+class _EntryLibrary(JITCodeLibrary):
+    """An entry point's code: its module, every core function it calls linked in as IR
+    (:class:`_CalleeLibrary`), optimised twice: after one O3 pass over that raw IR the warm run of
+    the week took 13% more CPU than with numba's passes over callees optimised one by one; the
+    second pass sees the simplified callees (benchmarks/README.md, "Machine code once")."""
+
+    def _optimize_final_module(self):
+        super()._optimize_final_module()
+        super()._optimize_final_module()
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class _EntryLowering(NativeLowering):
+    """numba's lowering into an :class:`_EntryLibrary`, cached as numba caches its own."""
+
+    _name = "labkit_entry_lowering"
+
+    def run_pass(self, state):
+        state.library = _EntryLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+        state.library.enable_object_caching()
+        return super().run_pass(state)
+
+
+class _CalleeCompiler(CompilerBase):
+    """numba's nopython pipeline, lowering with ``lowering`` in place of numba's own."""
+
+    lowering = _CalleeLowering
+
+    def define_pipelines(self):
+        pipeline = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pipeline.passes[:] = [(self.lowering if cls is NativeLowering else cls, why) for cls, why in pipeline.passes]
+        pipeline.finalize()
+        return [pipeline]
+
+
+class _EntryCompiler(_CalleeCompiler):
+    lowering = _EntryLowering
+
+
+jit = njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, pipeline_class=_CalleeCompiler)
+"""The core's functions, called only from jitted code (no wrappers): compiled with the entry point
+that calls them, into its module (:class:`_CalleeLibrary`), and cached with it."""
+
+inlined = njit(inline="always", no_cpython_wrapper=True, no_cfunc_wrapper=True, pipeline_class=_CalleeCompiler)
 """For the few large functions between the entry point and the actions: inlined into their one
 caller, so LLVM does not optimise everything they call once more for each of them."""
 
-entry = _cached()
+entry = _cached(pipeline_class=_EntryCompiler)
 """A family's entry point, called from Python with the state's fields."""
 
 # -------------------------------------------------------------------------------- codes
