@@ -1074,12 +1074,11 @@ def allocate_for_job(s, j, now, start):
         if found == 0:
             k = end
             continue
-        scores = np.empty(found, np.float64)
-        hypernode_order(s, j, found_h, found, scores)
-        w = 0
+        w, best = 0, hypernode_order(s, j, found_h[0])
         for i in range(1, found):
-            if scores[i] > scores[w]:
-                w = i
+            score = hypernode_order(s, j, found_h[i])
+            if score > best:
+                w, best = i, score
         for o in range(n_ops[w]):
             if ops[w, o, 0] == OP_ALLOCATE:
                 stmt_allocate(s, ops[w, o, 1], ops[w, o, 2])

@@ -1105,14 +1105,12 @@ def room_for(s, j, h, row):
 
 
 @jit
-def hypernode_order(s, j, hs, n, out):
-    """hyperNodeOrderFn over HyperNodes ``hs[:n]`` into ``out``: each one's binpacking score with
-    all the job's pods on it; when several share the best, the share of the job's pods already
-    inside each of them added; scaled by the plugin weight (all 0 with hyperNodeOrder off)."""
+def hypernode_order(s, j, h):
+    """PrioritizeHyperNodes for HyperNode ``h`` alone (allocate scores each solution by itself, so
+    hyperNodeOrderFn's tie-break by task share never applies): its binpacking score with all the
+    job's pods on it, scaled by the plugin weight; 0 with hyperNodeOrder off."""
     if not s.topo_order:
-        for k in range(n):
-            out[k] = 0.0
-        return
+        return 0.0
     e = s.of_kind[NETWORK_TOPOLOGY_AWARE]
     req = s.vec[5]
     for r in range(req.size):
@@ -1120,18 +1118,7 @@ def hypernode_order(s, j, hs, n, out):
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
         for r in range(req.size):
             req[r] += s.t_req[t, r]
-    best, ties = 0.0, 0
-    for k in range(n):
-        out[k] = hypernode_binpack(s, e, req, hs[k])
-        if k == 0 or out[k] > best:
-            best, ties = out[k], 1
-        elif out[k] == best:
-            ties += 1
-    for k in range(n):
-        score = out[k]
-        if ties > 1 and score == best:
-            score += task_share(s, j, hs[k])
-        out[k] = 0.0 + 100.0 * s.p_arg[e, A_TOPOLOGY_WEIGHT] * score
+    return 0.0 + 100.0 * s.p_arg[e, A_TOPOLOGY_WEIGHT] * hypernode_binpack(s, e, req, h)
 
 
 # -------------------------------------------------------------------------------- session state
