@@ -39,7 +39,9 @@ def _racks(gang_topology: dict | None, residents: list[tuple[str, dict]], plugin
 def _run(scenario: spec.Scenario, engine: str = "auto"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LabkitWarning)
-        return labkit.simulate(scenario, engine=engine)
+        result = labkit.simulate(scenario, engine=engine)
+    assert engine == "auto" or result.info["engine"] == engine
+    return result
 
 
 def _pods(result, job: str):
@@ -57,7 +59,6 @@ def test_hard_tier1_gang_waits_until_one_rack_has_room(engine):
     residents = [("x", POD), ("y", POD)]
     scenario = _racks({"mode": "hard", "highestTierAllowed": 1}, residents)
     result = _run(scenario, engine)
-    assert result.info["engine"] == engine
     gang, first = _pods(result, "gang"), _pods(result, "r0")
     assert (gang.start == first.end.iloc[0]).all()
     assert _racks_of(scenario, gang.node) == {"rack-0"}
