@@ -47,7 +47,6 @@ import pandas as pd
 from ..errors import LabkitError
 from ..progress import Progress, waiting
 from .compile import Compiled, first_positions
-from .hypernodes import HyperNodes
 from .core_state import (
     EVENT_KINDS,
     FREED_LOG,
@@ -96,6 +95,7 @@ from .core_state import (
     PENDING,
     PH_PENDING,
 )
+from .hypernodes import HyperNodes
 from .problem import (
     ARG_DEFAULTS,
     CPU,

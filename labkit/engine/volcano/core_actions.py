@@ -84,6 +84,7 @@ from ..core_state import (
     M_RECLAIM,
     MSG_BACKFILL,
     MSG_FITS_IDLE,
+    NETWORK_TOPOLOGY_AWARE,
     OP_ALLOCATE,
     OP_EVICT,
     OP_PIPELINE,
@@ -103,8 +104,6 @@ from ..core_state import (
     SCAN_PREDICATE,
     SCAN_PREEMPT,
     SUCCEEDED,
-    NETWORK_TOPOLOGY_AWARE,
-    OP_ALLOCATE,
     inlined,
     jit,
 )

@@ -44,8 +44,14 @@ from ..core_state import (
     A_MOST,
     A_OVERCOMMIT_FACTOR,
     A_SLA_WAITING,
+    A_TOPOLOGY_FADING,
+    A_TOPOLOGY_NORMAL_POD,
+    A_TOPOLOGY_WEIGHT,
     ABSTAIN,
+    ALLOCATED,
     BALANCED_CHANGE_SINCE,
+    BINDING,
+    BOUND,
     CAPACITY,
     CONFORMANCE,
     CPU,
@@ -69,6 +75,10 @@ from ..core_state import (
     H_PREEMPTIVE,
     H_QUEUE_ORDER,
     H_TASK_ORDER,
+    HN_ALLOCATABLE,
+    HN_FUTURE_IDLE,
+    HN_IDLE,
+    HN_USED,
     I_ATTRS,
     I_LIVE,
     I_QUEUE_HEAP,
@@ -78,6 +88,7 @@ from ..core_state import (
     I_WATER_FILLED,
     MEMORY,
     MIN_RESOURCE,
+    NETWORK_TOPOLOGY_AWARE,
     OVERCOMMIT,
     PERMIT,
     PIPELINED,
@@ -85,21 +96,10 @@ from ..core_state import (
     PRIORITY,
     PROPORTION,
     REJECT,
+    RUNNING,
     SLA,
     SLOT_CAPACITY,
     SLOT_PROPORTION,
-    A_TOPOLOGY_FADING,
-    A_TOPOLOGY_NORMAL_POD,
-    A_TOPOLOGY_WEIGHT,
-    ALLOCATED,
-    BINDING,
-    BOUND,
-    HN_ALLOCATABLE,
-    HN_FUTURE_IDLE,
-    HN_IDLE,
-    HN_USED,
-    NETWORK_TOPOLOGY_AWARE,
-    RUNNING,
     jit,
 )
 
@@ -908,10 +908,10 @@ def job_hypernode(s, j):
         common = True
         for t in range(first + 1, s.j_lo[j + 1]):
             st = s.status[t]
-            if (st == ALLOCATED or st == BINDING or st == BOUND or st == RUNNING) and s.node[t] >= 0:
-                if s.node_hn[s.node[t], k] != h:
-                    common = False
-                    break
+            placed = (st == ALLOCATED or st == BINDING or st == BOUND or st == RUNNING) and s.node[t] >= 0
+            if placed and s.node_hn[s.node[t], k] != h:
+                common = False
+                break
         if common:
             return h
     return s.hn_tier.size - 1
