@@ -388,26 +388,50 @@ TOPOLOGY_CONF = _volcano_conf("enqueue, allocate, backfill", [{"name": "priority
 
 
 @st.composite
-def topology_scenarios(draw, max_jobs: int = 6) -> spec.Scenario:
+def topology_scenarios(draw, max_jobs: int = 6, vary_conf: bool = False) -> spec.Scenario:
     """2-8 nodes of 2-8 GPUs in racks and spines (cluster.topology), gangs of 1-4 pods, some with
-    networkTopology hard or soft up to tier 0-3, under a conf with network-topology-aware."""
+    networkTopology hard or soft up to tier 0-3, under a conf with network-topology-aware. With
+    ``vary_conf`` also: a second queue and reclaim, the plugin's arguments (weight, HyperNode
+    binpacking weights, normal-pod switch and fading), its extension points switched off, binpack."""
     gpus = draw(st.sampled_from([2, 4, 8]))
     pools = [{"name": "p", "count": draw(st.integers(2, 8)),
               "resources": {"nvidia.com/gpu": gpus, "cpu": 32, "memory": "256Gi"}}]
     topology = {"tiers": [{"name": "rack", "size": draw(st.integers(1, 3))}, {"name": "spine", "size": 2}]}
+    queues = [{"name": "default"}] + ([{"name": "b", "weight": draw(st.integers(1, 3))}]
+                                      if vary_conf and draw(st.booleans()) else [])
     jobs = []
     for j in range(draw(st.integers(1, max_jobs))):
         replicas = draw(st.integers(1, 4))
         job = {"name": f"j{j}", "submit": draw(st.integers(0, 1800)), "duration": draw(st.integers(60, 3 * 3600)),
                "tasks": [{"name": "worker", "replicas": replicas, "minAvailable": draw(st.integers(1, replicas)),
-                          "resources": {"nvidia.com/gpu": draw(st.integers(1, gpus)), "cpu": 4}}]}
+                          "resources": {"nvidia.com/gpu": draw(st.integers(1, gpus)),
+                                        "cpu": draw(st.sampled_from([4, 4, 12])) if vary_conf else 4}}]}
+        if len(queues) > 1:
+            job["queue"] = draw(st.sampled_from([q["name"] for q in queues]))
         if draw(st.integers(0, 3)) > 0:
             job["networkTopology"] = {"mode": draw(st.sampled_from(["hard", "soft"])),
                                       "highestTierAllowed": draw(st.integers(1, 3))}
         jobs.append(job)
+    conf = TOPOLOGY_CONF
+    if vary_conf:
+        plugin: dict = {"name": "network-topology-aware", "arguments": {
+            "weight": draw(st.sampled_from([0, 1, 3])),
+            "hypernode.binpack.normal-pod.enable": draw(st.booleans()),
+            "hypernode.binpack.normal-pod.fading": draw(st.sampled_from([0.5, 0.8])),
+            "hypernode.binpack.cpu": draw(st.sampled_from([0, 1, 2])),
+            "hypernode.binpack.resources": "nvidia.com/gpu",
+            "hypernode.binpack.resources.nvidia.com/gpu": draw(st.sampled_from([1, 5]))}}
+        for key in ("enabledHyperNodeOrder", "enableNodeOrder", "enabledHyperNodeGradient"):
+            if draw(st.integers(0, 4)) == 0:
+                plugin[key] = False
+        tier2 = [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}, plugin]
+        if draw(st.booleans()):
+            tier2.insert(3, {"name": "binpack"})
+        actions = "enqueue, allocate, backfill" + (", reclaim" if len(queues) > 1 else "")
+        conf = _volcano_conf(actions, [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}], tier2)
     return spec.validate({"name": "topology", "horizon": "12h", "cluster": {"pools": pools, "topology": topology},
-                          "queues": [{"name": "default"}], "jobs": jobs,
-                          "scheduler": {"policy": "topology", "conf": TOPOLOGY_CONF}})
+                          "queues": queues, "jobs": jobs,
+                          "scheduler": {"policy": "topology", "conf": conf}})
 
 
 def hypernode_of(scenario: spec.Scenario) -> dict[str, list[str]]:

@@ -36,10 +36,12 @@ def _racks(gang_topology: dict | None, residents: list[tuple[str, dict]], plugin
     })
 
 
-def _run(scenario: spec.Scenario):
+def _run(scenario: spec.Scenario, engine: str = "auto"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LabkitWarning)
-        return labkit.simulate(scenario)
+        result = labkit.simulate(scenario, engine=engine)
+    assert engine == "auto" or result.info["engine"] == engine
+    return result
 
 
 def _pods(result, job: str):
@@ -50,12 +52,13 @@ def _racks_of(scenario, nodes) -> set[str]:
     return {hypernode_of(scenario)[n][0] for n in nodes}
 
 
-def test_hard_tier1_gang_waits_until_one_rack_has_room():
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_hard_tier1_gang_waits_until_one_rack_has_room(engine):
     """The issue's case: a resident on each rack leaves one free node per rack; a hard tier-1 gang of
     2 x 8 GPUs stays pending until the first resident ends, then runs inside that rack."""
     residents = [("x", POD), ("y", POD)]
     scenario = _racks({"mode": "hard", "highestTierAllowed": 1}, residents)
-    result = _run(scenario)
+    result = _run(scenario, engine)
     gang, first = _pods(result, "gang"), _pods(result, "r0")
     assert (gang.start == first.end.iloc[0]).all()
     assert _racks_of(scenario, gang.node) == {"rack-0"}
@@ -65,23 +68,25 @@ def test_hard_tier1_gang_waits_until_one_rack_has_room():
     assert len(_racks_of(scenario, _pods(free, "gang").node)) == 2
 
 
-def test_soft_gang_is_bound_across_racks_when_no_rack_has_room():
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_soft_gang_is_bound_across_racks_when_no_rack_has_room(engine):
     residents = [("x", POD), ("y", POD)]
     scenario = _racks({"mode": "soft", "highestTierAllowed": 1}, residents)
-    result = _run(scenario)
+    result = _run(scenario, engine)
     gang = _pods(result, "gang")
     assert gang.start.max() < _pods(result, "r0").end.iloc[0]
     assert len(_racks_of(scenario, gang.node)) == 2
 
 
-def test_soft_gang_prefers_one_rack():
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_soft_gang_prefers_one_rack(engine):
     """Half-full nodes x-0 and y-0: nodeorder alone spreads a 2 x 4-GPU gang over the two emptiest
     nodes, one per rack; with soft networkTopology the gang lands inside one rack."""
     half = {"nvidia.com/gpu": 4, "cpu": 16, "memory": "128Gi"}
     soft = _with_gang_resources(_racks({"mode": "soft", "highestTierAllowed": 2}, [("x", half), ("y", half)]), half)
     plain = _with_gang_resources(_racks(None, [("x", half), ("y", half)], plugin=False), half)
-    assert len(_racks_of(plain, _pods(_run(plain), "gang").node)) == 2
-    assert len(_racks_of(soft, _pods(_run(soft), "gang").node)) == 1
+    assert len(_racks_of(plain, _pods(_run(plain, engine), "gang").node)) == 2
+    assert len(_racks_of(soft, _pods(_run(soft, engine), "gang").node)) == 1
 
 
 def _with_gang_resources(scenario: spec.Scenario, resources: dict) -> spec.Scenario:
@@ -112,6 +117,16 @@ def test_hard_tier_0_warns_that_the_job_never_runs():
 def test_hard_gangs_stay_inside_one_allowed_hypernode(scenario):
     result = _run(scenario)
     assert topology_violations(result) == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(topology_scenarios(vary_conf=True))
+def test_engines_agree_with_network_topology(scenario):
+    """The numba core simulates network-topology-aware as the reference engine does: hard and soft
+    jobs, the plugin's arguments and extension points, a second queue with reclaim."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LabkitWarning)
+        assert_same(scenario)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])

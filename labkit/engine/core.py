@@ -95,6 +95,7 @@ from .core_state import (
     PENDING,
     PH_PENDING,
 )
+from .hypernodes import HyperNodes
 from .problem import (
     ARG_DEFAULTS,
     CPU,
@@ -128,7 +129,7 @@ REGISTERED = {
     H_JOB_STARVING: ({P.PRIORITY, P.GANG}, Ext.JOB_STARVING),
     H_PREDICATE: ({P.PREDICATES}, Ext.PREDICATE),
     H_NODE_ORDER: ({P.BINPACK}, Ext.NODE_ORDER),
-    H_BATCH_NODE_ORDER: ({P.NODEORDER}, Ext.NODE_ORDER),
+    H_BATCH_NODE_ORDER: ({P.NODEORDER, P.NETWORK_TOPOLOGY_AWARE}, Ext.NODE_ORDER),
 }
 """Which plugins register each callback (their OnSessionOpen) and the switch that gates it."""
 
@@ -148,6 +149,8 @@ STATIC = (
     "k_job_quota", "k_usage", "k_hard", "k_tracked", "k_unset",
     "j_worder", "j_mshape", "w_off", "fast_enqueue", "al_off", "attempt_memo",
     "ne_time", "ne_node", "ne_kind",
+    "hn_tier", "hn_parent", "hn_bfs", "hn_tiers", "hn_mem_off", "hn_mem", "node_hn", "node_low", "j_topo",
+    "topo_gradient", "topo_order",
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
@@ -171,6 +174,11 @@ MUTABLE = {
     "ev_time": ("E", 0, F), "ev_int": ("E 7", 0, I32), "runs": ("K 5", np.nan, F), "ints": ("X", 0, I),
     "score_key": ("N 4", -1, I), "score_version": ("N 4", -1, I), "score_value": ("N 4", 0, F),
     "clock": ("5", 0, F), "refused": ("1", False, B),
+    # network-topology-aware's HyperNode room (allocatable, used, idle, future idle; kept from session
+    # open, used moved by the events), each job's AllocatedHyperNode and each pod's view of it, the
+    # session they were set in, and the gradient of a job (core_plugins.hypernode_gradient)
+    "hn_room": ("4 Y R", 0, F), "j_ahn": ("J", -1, I), "t_ahn": ("T", -1, I), "t_ahn_in": ("T", -1, I),
+    "hn_grad": ("Y", 0, I), "hn_score": ("N", 0, F),
     # the nodes' state under the scenario's node events (core_clock.node_event)
     "node_down": ("N", False, B), "node_cordon": ("N", False, B),
     # one session's scratch (core_actions, core_plugins)
@@ -239,8 +247,6 @@ def unsupported(compiled: Compiled) -> str | None:
     if np.isfinite(problem.job_time_limit).any():
         return "job time limits"
     kinds = [Plugin(k) for k in policy.plugin_kind]
-    if Plugin.NETWORK_TOPOLOGY_AWARE in kinds:
-        return "the network-topology-aware plugin"
     if Action.PREEMPT in policy.actions and (problem.job_topology_tier >= 0).any():
         return "networkTopology with preempt (such jobs never preempt)"
     for kind in set(kinds):
@@ -287,6 +293,31 @@ def _plugin_arrays(problem: Problem) -> dict:
             "actions": policy.actions.astype(np.int64),
             "has_enqueue": bool(np.any(policy.actions == Action.ENQUEUE)),
             "usage_read": bool((of_kind[[P.PROPORTION, P.CAPACITY, P.OVERCOMMIT]] >= 0).any())}
+
+
+def _hypernode_arrays(problem: Problem) -> dict:
+    """The session's HyperNode tree (:class:`~labkit.engine.hypernodes.HyperNodes`, root last) as
+    arrays: tiers, parents, the breadth-first order from the root (children by index, as
+    hyperNodeGradient walks them), the tiers in use, members (CSR), each node's HyperNode per tier and
+    of the lowest tier; each job's networkTopology tier as allocate reads it (soft mode: the root's
+    tier, -1: none); and whether network-topology-aware's hyperNodeGradient and hyperNodeOrder are on."""
+    hn = HyperNodes(problem)
+    bfs = [hn.root]
+    for h in bfs:
+        bfs.extend(sorted(hn.children[h]))
+    sizes = [len(m) for m in hn.members]
+    topo = np.where(problem.job_topology_hard, problem.job_topology_tier, hn.tier[hn.root])
+    e = [p for p, k in enumerate(problem.policy.plugin_kind.tolist()) if k == Plugin.NETWORK_TOPOLOGY_AWARE]
+    enabled = problem.policy.plugin_enabled
+    return {"hn_tier": np.array(hn.tier, np.int64), "hn_parent": np.array(hn.parent, np.int64),
+            "hn_bfs": np.array(bfs, np.int64), "hn_tiers": np.array(hn.tiers, np.int64),
+            "hn_mem_off": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            "hn_mem": np.array([n for m in hn.members for n in m], np.int64),
+            "node_hn": core_view(problem.node_hypernode, I),
+            "node_low": np.array([hn.of_node(n) for n in range(problem.n_nodes)], np.int64),
+            "j_topo": np.where(problem.job_topology_tier >= 0, topo, -1).astype(np.int64),
+            "topo_gradient": bool(e and enabled[e[0], Ext.HYPER_NODE_GRADIENT]),
+            "topo_order": bool(e and enabled[e[0], Ext.HYPER_NODE_ORDER])}
 
 
 def _queue_arrays(problem: Problem, total: np.ndarray) -> dict:
@@ -492,6 +523,7 @@ def static_arrays(c: Compiled) -> dict:
     arrays.update(_role_pairs(p))
     arrays.update(_snapshot_arrays(c))
     arrays.update(_plugin_arrays(p))
+    arrays.update(_hypernode_arrays(p))
     arrays.update(_quota_arrays(c))
     arrays.update(_waiting_arrays(p, arrays))
     return arrays
@@ -549,7 +581,7 @@ def mutable_arrays(st: dict, scale: float) -> dict:
              "P": len(st["pair_min"]), "M": int(np.diff(st["j_pair"]).max()) if n_jobs else 1,
              "S": N_STATUS, "X": N_INTS, "F": N_MEMO, "W": int(st["j_mshape"].max()) + 1 if n_jobs else 1,
              "Z": int(st["t_shape"].max()) + 1 if n_tasks else 1, "G": max(int(st["j_kind"].max()) + 1, 1) if n_jobs else 1,
-             "V": max(len(st["prio_of_rank"]), 1)}
+             "V": max(len(st["prio_of_rank"]), 1), "Y": len(st["hn_tier"])}
     # pod runs: one per pod, and room for as many more as can run at once, which the clock's check
     # before a session counts again (``core_clock.room_for_session``), so a run without restarts
     # never grows its buffers near its end

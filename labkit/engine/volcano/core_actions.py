@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..core_account import (
     allocated_tasks,
     bounds_dirty,
@@ -82,6 +84,7 @@ from ..core_state import (
     M_RECLAIM,
     MSG_BACKFILL,
     MSG_FITS_IDLE,
+    NETWORK_TOPOLOGY_AWARE,
     OP_ALLOCATE,
     OP_EVICT,
     OP_PIPELINE,
@@ -121,6 +124,11 @@ from .core_plugins import (
     drf_touch,
     fire,
     first_touch,
+    fresh_node_score,
+    hypernode_gradient,
+    hypernode_lca,
+    hypernode_order,
+    in_hypernode,
     job_enqueued,
     job_less,
     job_ready,
@@ -137,6 +145,7 @@ from .core_plugins import (
     push,
     share_left,
     task_less,
+    topology_scores,
     victims_of,
     vote,
 )
@@ -168,15 +177,16 @@ def place(s, t, n, status):
     """Session._place: the task goes Allocated or Pipelined on ``n``; its Allocate event fires."""
     drf_touch(s, s.t_job[t])
     set_status(s, t, status, n)
-    fire(s, t, 1)
+    fire(s, t, n, 1)
 
 
 @jit
 def unplace(s, t):
     """Session._unplace: back to Pending, off its node; its Deallocate event fires."""
     drf_touch(s, s.t_job[t])
+    n = s.node[t]
     set_status(s, t, PENDING, -1)
-    fire(s, t, -1)
+    fire(s, t, n, -1)
 
 
 @jit
@@ -185,7 +195,7 @@ def evict(s, t, ref):
     drf_touch(s, s.t_job[t])
     set_status(s, t, RELEASING, s.node[t])
     pod_view(s, t, s.node[t], -1)
-    fire(s, t, -1)
+    fire(s, t, s.node[t], -1)
     push_op(s, OP_EVICT, t, ref)
 
 
@@ -231,7 +241,7 @@ def discard(s, start):
         if s.ops[k, 0] == OP_EVICT:
             set_status(s, t, RUNNING, s.node[t])  # drf was touched by the eviction
             pod_view(s, t, s.node[t], 1)
-            fire(s, t, 1)
+            fire(s, t, s.node[t], 1)
         else:
             unplace(s, t)
     s.ints[I_TOP] = start
@@ -351,11 +361,15 @@ def record_fit_error(s, t, with_nodes):
 
 @jit
 def best_node(s, t, nodes, m):
-    """SelectBestNodeAndScore: the highest score; equal scores go to the lowest node index."""
+    """SelectBestNodeAndScore: the highest score; equal scores go to the lowest node index. A pod
+    of a networkTopology job is scored over the whole list (network-topology-aware's tie-break)."""
+    batch = s.of_kind[NETWORK_TOPOLOGY_AWARE] >= 0 and s.j_topo[s.t_job[t]] >= 0
+    if batch:
+        topology_scores(s, t, nodes, m)
     best, best_score = -1, 0.0
     for k in range(m):
         n = nodes[k]
-        score = node_score(s, t, n)
+        score = fresh_node_score(s, t, n, s.hn_score[k]) if batch else node_score(s, t, n)
         if best < 0 or score > best_score or (score == best_score and n < best):
             best, best_score = n, score
     return best
@@ -980,7 +994,8 @@ def allocate(s, now):
         if not has_job(s, q, lists):
             continue
         j = next_job(s, q, lists)
-        if (s.attempt_memo and attempt_known_to_fail(s, j)) or attempt_fits_nowhere(s, j, now):
+        topology = s.of_kind[NETWORK_TOPOLOGY_AWARE] >= 0 and s.j_topo[j] >= 0
+        if not topology and ((s.attempt_memo and attempt_known_to_fail(s, j)) or attempt_fits_nowhere(s, j, now)):
             if s.strict_fifo:
                 continue
             push(s, HEAP_QUEUE, 0, q)
@@ -994,13 +1009,16 @@ def allocate(s, now):
                 if s.status[t] == PENDING and not s.t_be[t]:
                     push(s, HEAP_TASK, j, t)
         start = s.ints[I_TOP]
-        kept = allocate_tasks(s, j, now, start)
+        if topology and s.topo_gradient:
+            kept = allocate_for_job(s, j, now, start)
+        else:
+            kept = allocate_tasks(s, j, now, start, s.all_nodes, s.all_nodes.size, -1)
         if kept and job_ready(s, j):
             commit(s, start)
             if s.th_n[j] > 0:
                 push(s, HEAP_JOB, q, j)
         else:
-            if not kept and s.attempt_memo:
+            if not kept and s.attempt_memo and not topology:
                 remember_attempt_failed(s, j)
             s.ints[I_TOP] = start  # a pipelined job keeps its placements; the statement is dropped
             if s.strict_fifo:
@@ -1009,11 +1027,99 @@ def allocate(s, now):
 
 
 @jit
-def allocate_tasks(s, j, now, start):
-    """allocateResourcesForTasks in a statement opened at ``start``: True if it is kept (job
-    ready or pipelined), else it is discarded."""
+def allocate_for_job(s, j, now, start):
+    """allocateForJob for a job with networkTopology (allocate._allocate_for_job): gradient by
+    gradient (lowest tier first), the gang is tried inside each HyperNode on a copy of its
+    worksheet and undone; the first gradient with a HyperNode where the job ends ready or
+    pipelined wins, the best-scored such HyperNode (hyperNodeOrder; the first on a tie) gets the
+    placements again and the job's worksheet becomes what that try left. No HyperNode: nothing
+    placed, the worksheet unchanged (returns False)."""
+    lo, n_tasks_j = s.j_lo[j], s.j_lo[j + 1] - s.j_lo[j]
+    n0 = s.th_n[j]
+    base = s.th[lo:lo + n0].copy()
+    count = hypernode_gradient(s, j)
+    k = 0
+    while k < count:
+        end = k
+        while end < count and s.hn_tier[s.hn_grad[end]] == s.hn_tier[s.hn_grad[k]]:
+            end += 1
+        width = end - k
+        found_h = np.empty(width, np.int64)
+        ops = np.empty((width, max(n_tasks_j, 1), 3), np.int64)
+        n_ops = np.zeros(width, np.int64)
+        left = np.empty((width, max(n0, 1)), np.int64)
+        n_left = np.zeros(width, np.int64)
+        found = 0
+        for i in range(k, end):
+            h = s.hn_grad[i]
+            forget_fit_errors(s, j)
+            s.th[lo:lo + n0] = base
+            s.th_n[j] = n0
+            lo_m, hi_m = s.hn_mem_off[h], s.hn_mem_off[h + 1]
+            if not allocate_tasks(s, j, now, start, s.hn_mem[lo_m:hi_m], hi_m - lo_m, h):
+                continue
+            top = s.ints[I_TOP]
+            if top == start:
+                continue
+            found_h[found] = h
+            n_ops[found] = top - start
+            for o in range(start, top):
+                t = s.ops[o, 1]
+                ops[found, o - start, 0], ops[found, o - start, 1], ops[found, o - start, 2] = s.ops[o, 0], t, s.node[t]
+            n_left[found] = s.th_n[j]
+            left[found, :s.th_n[j]] = s.th[lo:lo + s.th_n[j]]
+            found += 1
+            discard(s, start)
+        if found == 0:
+            k = end
+            continue
+        w, best = 0, hypernode_order(s, j, found_h[0])
+        for i in range(1, found):
+            score = hypernode_order(s, j, found_h[i])
+            if score > best:
+                w, best = i, score
+        for o in range(n_ops[w]):
+            if ops[w, o, 0] == OP_ALLOCATE:
+                stmt_allocate(s, ops[w, o, 1], ops[w, o, 2])
+            else:
+                pipeline(s, ops[w, o, 1], ops[w, o, 2], False)
+        s.th_n[j] = n_left[w]
+        s.th[lo:lo + n_left[w]] = left[w, :n_left[w]]
+        s.j_ahn[j] = hypernode_lca(s, s.j_ahn[j], found_h[w])
+        return True
+    s.th[lo:lo + n0] = base
+    s.th_n[j] = n0
+    return False
+
+
+@jit
+def forget_fit_errors(s, j):
+    """``job.fit_errors = {}``: job ``j``'s pods have no fit errors (their nodes stay in the
+    pool until the session closes)."""
+    kept = 0
+    for k in range(s.ints[I_FIT_TASKS]):
+        t = s.fit_tasks[k]
+        if s.t_job[t] == j:
+            s.fit[t] = False
+            s.fit_len[t] = 0
+            s.pr_fail[s.t_pair[t]] = False
+        else:
+            s.fit_tasks[kept] = t
+            kept += 1
+    s.ints[I_FIT_TASKS] = kept
+
+
+@jit
+def allocate_tasks(s, j, now, start, nodes, nn, h):
+    """allocateResourcesForTasks on ``nodes[:nn]`` (every node, or the members of HyperNode ``h``
+    for a job with networkTopology) in a statement opened at ``start``: True if it is kept (job
+    ready or pipelined), else it is discarded. A pod of a networkTopology job is scored against
+    the HyperNode the job holds so far (JobAllocatedHyperNode)."""
     q = s.j_queue[j]
     stamp = new_stamp(s)
+    whole = nn == s.all_nodes.size  # the scan sees every node: what failed everywhere fails here
+    topology = s.of_kind[NETWORK_TOPOLOGY_AWARE] >= 0 and s.j_topo[j] >= 0
+    allocated = s.j_ahn[j] if topology else -1
     while s.th_n[j] > 0:
         t = pop(s, HEAP_TASK, j)
         if not allocatable(s, q, t):
@@ -1021,7 +1127,7 @@ def allocate_tasks(s, j, now, start):
         if s.t_named[t] and s.pr_fail[s.t_pair[t]]:
             record_fit_error(s, t, False)
             continue
-        if fit_known_to_fail(s, t):
+        if whole and fit_known_to_fail(s, t):
             s.ints[I_UNRESOLVABLE] = 0  # (the failed scan saw every node and moved the start by all of them)
             found = 0
         else:
@@ -1031,20 +1137,25 @@ def allocate_tasks(s, j, now, start):
                 if s.cache_mark[row] != stamp:
                     s.cache_mark[row] = stamp
                     s.cache[row, :] = F_OK
-            found = nominated_scan(s, t, row)
+            found = nominated_scan(s, t, row, h)
             if found == 0:
-                found = scan(s, t, SCAN_ALLOCATE, s.all_nodes, s.all_nodes.size, row)
+                found = scan(s, t, SCAN_ALLOCATE, nodes, nn, row)
         if found == 0:
-            remember_fits_nowhere(s, t)
+            if whole:
+                remember_fits_nowhere(s, t)
             record_fit_error(s, t, True)
             if need_continue_allocating(s, j):
                 continue
             break
+        if topology:
+            s.t_ahn[t], s.t_ahn_in[t] = allocated, s.ints[I_SESSIONS]
         n = prioritize(s, t, found)
         if fits_idle(s, t, n):
             stmt_allocate(s, t, n)
         else:
             pipeline(s, t, n, False)
+        if topology:
+            allocated = hypernode_lca(s, s.node_low[n], allocated)
         if job_ready(s, j):
             break
     if job_ready(s, j) or vote(s, H_JOB_PIPELINED, j, now):
@@ -1054,12 +1165,14 @@ def allocate_tasks(s, j, now, start):
 
 
 @jit
-def nominated_scan(s, t, row):
+def nominated_scan(s, t, row, h):
     """allocate.go: a pod nominated to a node by the last session's preemption (nominatedNodeName)
-    tries that node first, alone, when its FutureIdle holds the request (allocate._nominated);
-    the feasible count (0 or 1)."""
+    tries that node first, alone, when its FutureIdle holds the request and it is a member of
+    HyperNode ``h`` (-1: any node) (allocate._nominated); the feasible count (0 or 1)."""
     n = s.nominated[t]
     if n < 0 or s.nominated_in[t] != s.ints[I_SESSIONS] - 1 or not fits_future(s, t, n):
+        return 0
+    if h >= 0 and not in_hypernode(s, n, h):
         return 0
     s.one[0] = n
     return scan(s, t, SCAN_ALLOCATE, s.one, 1, row)

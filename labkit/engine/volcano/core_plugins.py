@@ -26,6 +26,7 @@ from ..core_account import (
     is_pipelined,
     is_ready,
     is_starving,
+    le,
     less_equal,
     less_equal_partly_zero_filtered,
     n_tasks,
@@ -43,8 +44,14 @@ from ..core_state import (
     A_MOST,
     A_OVERCOMMIT_FACTOR,
     A_SLA_WAITING,
+    A_TOPOLOGY_FADING,
+    A_TOPOLOGY_NORMAL_POD,
+    A_TOPOLOGY_WEIGHT,
     ABSTAIN,
+    ALLOCATED,
     BALANCED_CHANGE_SINCE,
+    BINDING,
+    BOUND,
     CAPACITY,
     CONFORMANCE,
     CPU,
@@ -68,7 +75,12 @@ from ..core_state import (
     H_PREEMPTIVE,
     H_QUEUE_ORDER,
     H_TASK_ORDER,
+    HN_ALLOCATABLE,
+    HN_FUTURE_IDLE,
+    HN_IDLE,
+    HN_USED,
     I_ATTRS,
+    I_LIVE,
     I_QUEUE_HEAP,
     I_SESSIONS,
     I_STAMP,
@@ -76,6 +88,7 @@ from ..core_state import (
     I_WATER_FILLED,
     MEMORY,
     MIN_RESOURCE,
+    NETWORK_TOPOLOGY_AWARE,
     OVERCOMMIT,
     PERMIT,
     PIPELINED,
@@ -83,6 +96,7 @@ from ..core_state import (
     PRIORITY,
     PROPORTION,
     REJECT,
+    RUNNING,
     SLA,
     SLOT_CAPACITY,
     SLOT_PROPORTION,
@@ -805,11 +819,15 @@ def nodeorder_score(s, e, t, n):
 @jit
 def node_score(s, t, n):
     """PrioritizeNodes for one node, remembered per node for the last few request shapes: a
-    score depends only on the request and the node's books (``s.n_version`` counts changes)."""
+    score depends only on the request and the node's books (``s.n_version`` counts changes).
+    network-topology-aware's score also reads the HyperNodes' books and the pod's job, so with
+    that plugin every score is fresh."""
+    if s.of_kind[NETWORK_TOPOLOGY_AWARE] >= 0:
+        return fresh_node_score(s, t, n, topology_node_score(s, t, n))
     slot = s.t_shape[t] % s.score_key.shape[1]
     if s.score_key[n, slot] == s.t_shape[t] and s.score_version[n, slot] == s.n_version[n]:
         return s.score_value[n, slot]
-    score = fresh_node_score(s, t, n)
+    score = fresh_node_score(s, t, n, 0.0)
     s.score_key[n, slot], s.score_version[n, slot], s.score_value[n, slot] = (
         s.t_shape[t],
         s.n_version[n],
@@ -819,15 +837,288 @@ def node_score(s, t, n):
 
 
 @jit
-def fresh_node_score(s, t, n):
-    """PrioritizeNodes for one node: NodeOrderFns (binpack), then BatchNodeOrderFns (nodeorder)."""
+def fresh_node_score(s, t, n, topology):
+    """PrioritizeNodes for one node: NodeOrderFns (binpack), then BatchNodeOrderFns (nodeorder,
+    and network-topology-aware's score ``topology``) in tier order."""
     score = 0.0
     for i in range(s.hook_len[H_NODE_ORDER]):
         e = s.hooks[H_NODE_ORDER, i]
         score += binpack_score(s, e, t, n)
     for i in range(s.hook_len[H_BATCH_NODE_ORDER]):
-        score += nodeorder_score(s, s.hooks[H_BATCH_NODE_ORDER, i], t, n)
+        e = s.hooks[H_BATCH_NODE_ORDER, i]
+        if s.p_kind[e] == NETWORK_TOPOLOGY_AWARE:
+            score += topology
+        else:
+            score += nodeorder_score(s, e, t, n)
     return score
+
+
+# -------------------------------------------------------------------------------- network topology
+
+
+@jit
+def in_hypernode(s, n, h):
+    """Node ``n`` is a member of HyperNode ``h`` (the root holds every node)."""
+    if h == s.hn_tier.size - 1:
+        return True
+    k = s.hn_tier[h] - 1
+    return k < s.node_hn.shape[1] and s.node_hn[n, k] == h
+
+
+@jit
+def is_ancestor(s, a, h):
+    """``a`` is ``h`` or one of its ancestors (GetAncestors)."""
+    while h >= 0:
+        if h == a:
+            return True
+        h = s.hn_parent[h]
+    return False
+
+
+@jit
+def hypernode_lca(s, h, other):
+    """GetLCAHyperNode: the lowest common ancestor (either one when the other is none, -1)."""
+    if h < 0:
+        return other
+    if other < 0:
+        return h
+    while other >= 0:
+        if is_ancestor(s, other, h):
+            return other
+        other = s.hn_parent[other]
+    return -1
+
+
+@jit
+def job_hypernode(s, j):
+    """recoverAllocatedHyperNode: the lowest HyperNode holding every allocated pod of ``j``
+    (-1 without any)."""
+    first = -1
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        st = s.status[t]
+        if (st == ALLOCATED or st == BINDING or st == BOUND or st == RUNNING) and s.node[t] >= 0:
+            first = t
+            break
+    if first < 0:
+        return -1
+    for k in range(s.node_hn.shape[1]):
+        h = s.node_hn[s.node[first], k]
+        if h < 0:
+            continue
+        common = True
+        for t in range(first + 1, s.j_lo[j + 1]):
+            st = s.status[t]
+            placed = (st == ALLOCATED or st == BINDING or st == BOUND or st == RUNNING) and s.node[t] >= 0
+            if placed and s.node_hn[s.node[t], k] != h:
+                common = False
+                break
+        if common:
+            return h
+    return s.hn_tier.size - 1
+
+
+@jit
+def open_topology(s):
+    """network-topology-aware's OnSessionOpen: each HyperNode's allocatable, used, idle and future
+    idle summed over its members; and each live job's AllocatedHyperNode."""
+    room = s.hn_room
+    for h in range(s.hn_tier.size):
+        for row in range(4):
+            for r in range(room.shape[2]):
+                room[row, h, r] = 0.0
+        for k in range(s.hn_mem_off[h], s.hn_mem_off[h + 1]):
+            n = s.hn_mem[k]
+            for r in range(room.shape[2]):
+                alloc, used = s.node_alloc[n, r], s.n_used[n, r]
+                room[HN_ALLOCATABLE, h, r] += alloc
+                room[HN_USED, h, r] += used
+                room[HN_IDLE, h, r] += alloc - used
+                room[HN_FUTURE_IDLE, h, r] += alloc - used + s.n_rel[n, r] - s.n_pip[n, r]
+    for i in range(s.ints[I_LIVE]):
+        j = s.live[i]
+        if s.j_topo[j] >= 0:
+            s.j_ahn[j] = job_hypernode(s, j)
+
+
+@jit
+def topology_event(s, t, n, sign):
+    """network-topology-aware's Allocate/Deallocate handler: the used room of every HyperNode
+    holding node ``n`` follows the pod."""
+    req, used = s.t_req[t], s.hn_room[HN_USED]
+    root = s.hn_tier.size - 1
+    for r in range(req.size):
+        used[root, r] += sign * req[r]
+    for k in range(s.node_hn.shape[1]):
+        h = s.node_hn[n, k]
+        if h >= 0:
+            for r in range(req.size):
+                used[h, r] += sign * req[r]
+
+
+@jit
+def hypernode_binpack(s, e, req, h):
+    """(used + request) / allocatable of HyperNode ``h``, averaged over the weighted resources
+    requested (0 if one would overflow)."""
+    weights, used, alloc = s.p_w[e], s.hn_room[HN_USED, h], s.hn_room[HN_ALLOCATABLE, h]
+    total, weight_sum = 0.0, 0.0
+    for r in range(req.size):
+        if math.isnan(weights[r]) or req[r] <= 0:
+            continue
+        if used[r] + req[r] > alloc[r]:
+            return 0.0
+        total += weights[r] * (used[r] + req[r]) / alloc[r]
+        weight_sum += weights[r]
+    return total / weight_sum if weight_sum > 0 else 0.0
+
+
+@jit
+def task_share(s, j, h):
+    """scoreWithTaskNum: the share of job ``j``'s pods placed on nodes of HyperNode ``h``."""
+    lo, hi = s.j_lo[j], s.j_lo[j + 1]
+    if h < 0 or hi == lo:
+        return 0.0
+    inside = 0
+    for t in range(lo, hi):
+        if s.node[t] >= 0 and in_hypernode(s, s.node[t], h):
+            inside += 1
+    return inside / (hi - lo)
+
+
+@jit
+def tier_score(s, h, allocated):
+    """networkTopologyAwareScore: (maxTier - LCA tier) / (maxTier - minTier)."""
+    if h < 0 or allocated < 0:
+        return 0.0
+    if h == allocated:
+        return 1.0
+    lca = hypernode_lca(s, h, allocated)
+    if lca < 0:
+        return 0.0
+    lowest, highest = s.hn_tiers[0], s.hn_tiers[s.hn_tiers.size - 1]
+    if lowest == highest:
+        return 1.0
+    tier = s.hn_tier[lca]
+    if lowest <= tier <= highest:
+        return (highest - tier) / (highest - lowest)
+    return 0.0
+
+
+@jit
+def pod_hypernode(s, t):
+    """The job's AllocatedHyperNode as allocate last told pod ``t`` this session (-1: none)."""
+    return s.t_ahn[t] if s.t_ahn_in[t] == s.ints[I_SESSIONS] else -1
+
+
+@jit
+def topology_node_score(s, t, n):
+    """network-topology-aware's node score for pod ``t`` on one node, scaled by the plugin
+    weight: a pod of a networkTopology job by the tier of the lowest HyperNode shared with its
+    job (:func:`topology_scores` adds the tie-break over a node list); any other pod, with
+    ``hypernode.binpack.normal-pod.enable``, by the fading-weighted binpacking of the node's
+    HyperNodes with the pod in them (1 for a tier with none)."""
+    e = s.of_kind[NETWORK_TOPOLOGY_AWARE]
+    scale = 100.0 * s.p_arg[e, A_TOPOLOGY_WEIGHT]
+    if s.j_topo[s.t_job[t]] >= 0:
+        return scale * tier_score(s, s.node_low[n], pod_hypernode(s, t))
+    if s.p_arg[e, A_TOPOLOGY_NORMAL_POD] == 0:
+        return scale * 0.0
+    fading = s.p_arg[e, A_TOPOLOGY_FADING]
+    lowest, highest = s.hn_tiers[0], s.hn_tiers[s.hn_tiers.size - 1]
+    root = s.hn_tier.size - 1
+    total, weights = 0.0, 0.0
+    for tier in range(lowest, highest + 1):
+        w = fading ** float(tier - 1)
+        h = -1
+        if tier == s.hn_tier[root]:
+            h = root
+        elif tier - 1 < s.node_hn.shape[1]:
+            h = s.node_hn[n, tier - 1]
+        total += w * (1.0 if h < 0 else hypernode_binpack(s, e, s.t_req[t], h))
+        weights += w
+    return scale * (total / weights if weights > 0 else 0.0)
+
+
+@jit
+def topology_scores(s, t, nodes, m):
+    """batchNodeOrderFnForNetworkAwarePods over ``nodes[:m]`` into ``s.hn_score``: the tier
+    scores, and where several nodes share the best one, the share of the job's pods already in
+    each one's HyperNode added; scaled by the plugin weight."""
+    e = s.of_kind[NETWORK_TOPOLOGY_AWARE]
+    allocated = pod_hypernode(s, t)
+    best, ties = 0.0, 0
+    for k in range(m):
+        score = tier_score(s, s.node_low[nodes[k]], allocated) if allocated >= 0 else 0.0
+        s.hn_score[k] = score
+        if k == 0 or score > best:
+            best, ties = score, 1
+        elif score == best:
+            ties += 1
+    j = s.t_job[t]
+    for k in range(m):
+        score = s.hn_score[k]
+        if ties > 1 and allocated >= 0 and score == best:
+            score += task_share(s, j, s.node_low[nodes[k]])
+        s.hn_score[k] = 100.0 * s.p_arg[e, A_TOPOLOGY_WEIGHT] * score
+
+
+@jit
+def hypernode_gradient(s, j):
+    """hyperNodeGradientFn for job ``j`` from the cluster top into ``s.hn_grad`` (returns the
+    count): breadth first from the highest ancestor of the job's AllocatedHyperNode within its
+    tier limit (the root when it has none), the HyperNodes of tier <= the limit where the job's
+    minResources fit the idle or future idle room (every such HyperNode once the job has pods
+    placed), lowest tier first. None when its AllocatedHyperNode is above the limit."""
+    highest, allocated = s.j_topo[j], s.j_ahn[j]
+    root = s.hn_tier.size - 1
+    if allocated >= 0:
+        allowed = -1
+        a = allocated
+        while a >= 0 and s.hn_tier[a] <= highest:
+            allowed = a
+            a = s.hn_parent[a]
+        if allowed < 0:
+            return 0
+        root = allowed
+    count = 0
+    for i in range(s.hn_tiers.size):
+        tier = s.hn_tiers[i]
+        if tier > highest:
+            break
+        for h in s.hn_bfs:
+            if s.hn_tier[h] != tier or not is_ancestor(s, root, h):
+                continue
+            if allocated >= 0 or room_for(s, j, h, HN_IDLE) or room_for(s, j, h, HN_FUTURE_IDLE):
+                s.hn_grad[count] = h
+                count += 1
+    return count
+
+
+@jit
+def room_for(s, j, h, row):
+    """The job's minResources (none: nothing) fit row ``row`` of HyperNode ``h``'s room."""
+    if not s.j_has_minres[j]:
+        for r in range(s.hn_room.shape[2]):
+            if not le(0.0, s.hn_room[row, h, r]):
+                return False
+        return True
+    return less_equal(s.j_minres[j], s.hn_room[row, h])
+
+
+@jit
+def hypernode_order(s, j, h):
+    """PrioritizeHyperNodes for HyperNode ``h`` alone (allocate scores each solution by itself, so
+    hyperNodeOrderFn's tie-break by task share never applies): its binpacking score with all the
+    job's pods on it, scaled by the plugin weight; 0 with hyperNodeOrder off."""
+    if not s.topo_order:
+        return 0.0
+    e = s.of_kind[NETWORK_TOPOLOGY_AWARE]
+    req = s.vec[5]
+    for r in range(req.size):
+        req[r] = 0.0
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        for r in range(req.size):
+            req[r] += s.t_req[t, r]
+    return 0.0 + 100.0 * s.p_arg[e, A_TOPOLOGY_WEIGHT] * hypernode_binpack(s, e, req, h)
 
 
 # -------------------------------------------------------------------------------- session state
@@ -844,10 +1135,13 @@ def capacity_share(s, q):
 
 
 @jit
-def fire(s, t, sign):
-    """Allocate (``sign`` 1) / Deallocate (-1) event of task ``t``: the plugins' shares follow
-    (the nodes' pod view follows the task's status, see ``core_account.pod_view``)."""
+def fire(s, t, n, sign):
+    """Allocate (``sign`` 1) / Deallocate (-1) event of task ``t`` on node ``n``: the plugins'
+    shares and HyperNode room follow (the nodes' pod view follows the task's status, see
+    ``core_account.pod_view``)."""
     req = s.t_req[t]
+    if s.of_kind[NETWORK_TOPOLOGY_AWARE] >= 0:
+        topology_event(s, t, n, sign)
     j = s.t_job[t]
     if s.of_kind[DRF] >= 0:  # drf_touch(s, j) ran before the status change
         add_row(s.d_alloc[j], req, sign)
@@ -976,6 +1270,8 @@ def open_plugins(s):
             for r in range(des.size):
                 des[r] = max(min(s.q_des[q, r], s.q_rcap[q, r]), s.q_guar[q, r])
             s.a_share[SLOT_CAPACITY, q] = capacity_share(s, q)
+    if s.of_kind[NETWORK_TOPOLOGY_AWARE] >= 0:
+        open_topology(s)
     e = s.of_kind[OVERCOMMIT]
     if e >= 0:
         factor = s.p_arg[e, A_OVERCOMMIT_FACTOR]
