@@ -12,7 +12,8 @@ Time follows a real Volcano cluster, one step at a time:
   but only when something changed since the last one (an event, or the last session decided
   something): a session on an unchanged snapshot decides nothing, so skipping it is exact;
 * a bound pod starts at the session time; a job runs once `minAvailable` of its pods run, and
-  ends after its remaining work (divided by the slowest node speed when it gives `work`),
+  ends after its remaining work (divided by the slowest node speed when it gives `work`; a job
+  of the progress model at its rate, `_rate`, re-planned whenever its running pods change),
   plus `restartCost` when it is a restart; a pod bound after that (an elastic job's surplus pod
   that found no room at first) runs its whole duration from its own start, as on KWOK, and the
   vcjob completes only when every pod has (Volcano's running state: Succeeded + Failed ==
