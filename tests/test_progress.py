@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scenarios import assert_same, engine_scenarios, unconserved_progress
+from scenarios import assert_same, engine_scenarios, node_events, unconserved_progress
 
 import labkit
 from labkit import metrics, spec
@@ -172,9 +172,12 @@ def test_work_is_conserved_through_restarts_and_rescales(engine):
 @st.composite
 def progress_scenarios(draw):
     """engine_scenarios with the progress model: GPU models on the pools, workload classes with
-    speeds, placement factors and scaling curves, jobs of those classes, a topology."""
+    speeds, placement factors and scaling curves, jobs of those classes, a topology, and node
+    failures or drains in one scenario of two (the jobs' rates change as they lose pods)."""
     base = draw(engine_scenarios(max_jobs=8))
     data = base.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    if not data["cluster"].get("events") and draw(st.booleans()):
+        data["cluster"]["events"] = draw(node_events(data["cluster"]["pools"], 3 * 3600).filter(bool))
     for pool in data["cluster"]["pools"]:
         if draw(st.booleans()):
             pool["gpuModel"] = draw(st.sampled_from(["A100", "H100"]))
