@@ -281,6 +281,14 @@ Factor = Annotated[float, Field(gt=0, le=1000)]
 """A positive rate factor (a speed, a placement slowdown, a throughput)."""
 
 
+def _count_key(value: Any) -> Any:
+    """A pod count written as a mapping key: YAML gives an int, JSON (and `dump`) a string of digits."""
+    return int(value) if isinstance(value, str) and value.isdigit() else value
+
+
+PodCount = Annotated[int, BeforeValidator(_count_key), Field(ge=1, le=MAX_PODS)]
+
+
 class Scaling(Model):
     """An elastic job's throughput as a function of its running pods n, as a `table` (n -> throughput,
     linear between the points given) or a power law with a scaling `exponent` (throughput = n^exponent:
@@ -288,7 +296,7 @@ class Scaling(Model):
     throughput(n) / throughput(replicas): 1 with all its pods, less with fewer."""
 
     exponent: float | None = Field(default=None, gt=0, le=2)
-    table: dict[int, Factor] | None = None
+    table: dict[PodCount, Factor] | None = None
 
     @model_validator(mode="after")
     def _one(self) -> Scaling:
@@ -298,8 +306,6 @@ class Scaling(Model):
             if not self.table:
                 raise ValueError("table is empty: give the throughput at some pod counts, e.g. {1: 1.0, 4: 3.4}")
             counts = sorted(self.table)
-            if counts[0] < 1:
-                raise ValueError(f"table: pod counts start at 1, not {counts[0]}")
             for a, b in zip(counts, counts[1:]):
                 if self.table[b] < self.table[a]:
                     raise ValueError(f"table is not monotone: throughput {self.table[b]:g} at {b} pods is below "
