@@ -114,7 +114,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if result.scenario.workload_classes:  # the job progress model: how much of the GPU time held was useful
         from .metrics import goodput
 
-        print(goodput(result, by="queue").to_string())
+        print(goodput(result, by="queue").round(3).to_string())
     width = max(len(k) for k in summary)
     for key, value in summary.items():
         print(f"  {key:{width}} {value}")

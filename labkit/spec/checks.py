@@ -324,7 +324,7 @@ def _check_progress(scenario: Scenario) -> None:
         for model in cls.speeds:
             if model not in models:
                 raise SpecError(f"workloadClasses[{i}].speeds.{model}",
-                                f"unknown GPU model {model!r} (the pools' gpuModel: {_listing(models)})")
+                                f"unknown GPU model {model!r}: no pool has it as gpuModel ({_listing(models)})")
         _check_placement(f"workloadClasses[{i}].placement", cls.placement, levels)
     names = {c.name for c in scenario.workload_classes}
     for kind, items in (("jobs", scenario.jobs), ("workloads", scenario.workloads)):
