@@ -550,7 +550,8 @@ class Workload(Model):
     (multi-node jobs become gangs of whole-node pods); each pod requests `resources` plus `perGpu`
     for every GPU it holds. A job with 0 GPUs is one pod with `resources` only (CPU work). With
     `trace`, the jobs' names, submit times, GPUs and run times are the trace's (no `arrival`,
-    `start`, `end`, `count`, `gpus`, `duration` or `seed`); pods are shaped the same way.
+    `start`, `end`, `count`, `gpus`, `duration` or `seed`); pods are shaped the same way. With a
+    `workloadClass`, its jobs progress by the job progress model (`Job`, `WorkloadClass`).
     """
 
     name: Namespace
