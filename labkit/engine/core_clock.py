@@ -680,7 +680,8 @@ def room(s, events, runs, pushes):
 def room_for_event(s):
     """Room for the next clock event: an arrival from a snapshot logs its enqueue, binds and
     start, and schedules its completion; a node event logs itself and per pod it evicts an eviction
-    and a restart, and terminates at most the pods of those pods' jobs; any other logs one event."""
+    and a restart, terminates at most the pods of those pods' jobs and re-plans a completion (a
+    job of the progress model losing the pod); any other logs one event."""
     if not arrival_next(s):
         if s.ints[I_HEAP] == 0 or s.h_key[0, 0] != NODE:
             return room(s, 1, 0, 0)
@@ -689,7 +690,7 @@ def room_for_event(s):
             if s.node[t] == n and s.status[t] == RUNNING:
                 pods += 1
                 terminated += s.j_lo[s.t_job[t] + 1] - s.j_lo[s.t_job[t]]
-        return room(s, 1 + 2 * pods, 0, terminated)
+        return room(s, 1 + 2 * pods, 0, terminated + pods)
     j = s.arrivals[s.ints[I_ARRIVED]]
     pods = s.j_lo[j + 1] - s.j_lo[j]
     return room(s, 3 + pods, pods, 2)  # its slot, and its completion
