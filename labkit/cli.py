@@ -111,6 +111,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     print(f"{result.scenario.name}: {summary['jobs']} jobs on {result.info['nodes']} nodes, "
           f"policy {result.scenario.scheduler.policy or 'custom conf'}")
     print(result.per_queue().to_string())
+    if result.scenario.workload_classes:  # the job progress model: how much of the GPU time held was useful
+        from .metrics import goodput
+
+        print(goodput(result, by="queue").round(3).to_string())
     width = max(len(k) for k in summary)
     for key, value in summary.items():
         print(f"  {key:{width}} {value}")

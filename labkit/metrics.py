@@ -505,3 +505,66 @@ def queue_length(result: Result, bins: int | None = None) -> pd.DataFrame:
         frames.append(binned(times, level, window_end(result), bins).rename(columns={"value": "waiting"})
                       .assign(queue=queue))
     return pd.concat(frames, ignore_index=True)[["time", "time_end", "queue", "waiting"]]
+
+
+# ------------------------------------------------------------------------------------ job progress
+
+
+def goodput(result: Result, by: str = "job", resource: str = GPU) -> pd.DataFrame:
+    """How much of the GPU time held was useful work, per job (``by="job"``) or per queue.
+
+    Per job: ``work`` (seconds of work it must get done at rate 1: its `work` or `duration`),
+    ``gpus`` (its pods' GPUs when all run), ``gpu_seconds`` (GPU-seconds its pods held, evicted
+    ones until deleted), ``useful_gpu_seconds`` (work x gpus for a completed job: what its work
+    costs on reference GPUs in an ideal placement; 0 otherwise), ``effective_gpu_hours``
+    (useful / 3600), ``goodput`` (useful / held: 1 when every held GPU-second advanced the job at
+    rate 1; less for slower GPUs, spread gangs, fewer replicas than the curve's best, lost work and
+    restarts), ``work_time`` (seconds its work ran: from each Started to the restart or completion
+    that ended the run, a restart's setup left out) and ``slowdown`` (work_time / (work + lost
+    work): 1 / its mean rate, the slowdown vs an ideal placement on reference GPUs; completed jobs).
+    For a job without a workloadClass whose recreated pods ran their whole duration after its work
+    was done, work_time runs until its last pod ended.
+
+    Per queue: the sums, goodput = useful / held, and slowdown = sum of work_time x gpus / sum of
+    (work + lost work) x gpus over its completed jobs.
+    """
+    jobs = result.jobs
+    compiled = compiled_of(result)
+    keys = job_keys(result)
+    work = pd.Series(compiled.job_work, index=jobs.index)
+    done = jobs.state == "Completed"
+    held = gpu_seconds(result, resource, by="job").reindex(keys).fillna(0.0).to_numpy() if len(jobs) else []
+    events = result.events
+    events = events[events.kind.isin(["Started", "Restarting", "Completed", "Terminated"])]
+    setup = dict(zip(keys, compiled.job_restart_cost))
+    ran: dict[str, float] = {}
+    for job, rows in events.groupby("job", sort=False):
+        since, runs = math.nan, 0
+        for time, kind in zip(rows.time.to_numpy(float), rows.kind):
+            if kind == "Started":
+                since = time + (setup[job] if runs else 0.0)
+                runs += 1
+            elif not math.isnan(since):
+                ran[job] = ran.get(job, 0.0) + max(0.0, time - since)
+                since = math.nan
+    table = pd.DataFrame({
+        "name": jobs.name, "namespace": jobs.namespace, "queue": jobs.queue, "state": jobs.state,
+        "gpus": jobs.gpus, "work": work, "lost_work": jobs.lost_work, "gpu_seconds": held,
+        "useful_gpu_seconds": np.where(done, work * jobs.gpus, 0.0),
+        "work_time": keys.map(ran).fillna(0.0).where(done, np.nan),
+    })
+    table["effective_gpu_hours"] = table.useful_gpu_seconds / 3600.0
+    table["goodput"] = table.useful_gpu_seconds / table.gpu_seconds.where(table.gpu_seconds > 0)
+    table["slowdown"] = table.work_time / (table.work + table.lost_work)
+    if by == "job":
+        return table
+    if by != "queue":
+        raise ValueError(f"by must be 'job' or 'queue', not {by!r}")
+    finished = table[table.state == "Completed"]
+    grouped = table.groupby("queue")
+    out = grouped[["gpu_seconds", "useful_gpu_seconds", "effective_gpu_hours"]].sum()
+    out["goodput"] = out.useful_gpu_seconds / out.gpu_seconds.where(out.gpu_seconds > 0)
+    weighted = finished.assign(ran=finished.work_time * finished.gpus,
+                               ideal=(finished.work + finished.lost_work) * finished.gpus).groupby("queue")
+    out["slowdown"] = weighted.ran.sum() / weighted.ideal.sum().where(weighted.ideal.sum() > 0)
+    return out.reset_index()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 import pandas as pd
 from hypothesis import strategies as st
@@ -10,6 +13,7 @@ import labkit
 from labkit import spec
 from labkit.results import Result
 from labkit.spec import timeline
+from labkit.spec.checks import placement_levels
 from labkit.spec.quantity import parse_duration, parse_quantity
 
 POLICIES = ["volcano-shipped", "volcano-multitenant", "no-overcommit"]
@@ -600,4 +604,71 @@ def quota_exceeded(result: Result) -> list[tuple]:
                 column = key.removeprefix("requests.")
                 if column in live and live[column].sum() > parse_quantity(cap) + 1e-6:
                     bad.append((tenant.ns, t, key))
+    return bad
+
+
+def _progress_rate(scenario: spec.Scenario, job: spec.Job, nodes: list[str]) -> float:
+    """The rate the progress model gives `job` with pods running on `nodes`, recomputed from the
+    scenario (speeds, pools' GPU models and speeds, topology levels, the scaling curve)."""
+    classes = {c.name: c for c in scenario.workload_classes}
+    cls = classes.get(job.workload_class) if job.workload_class else None
+    placement = {**(cls.placement if cls else {}), **job.placement}
+    pool_of = {name: pool for pool in scenario.cluster.pools for name in pool.node_names()}
+    speed = min((cls.speeds.get(pool_of[n].gpu_model, 1.0) if cls and pool_of[n].gpu_model else 1.0)
+                * (pool_of[n].speed if job.work is not None else 1.0) for n in nodes)
+    levels = placement_levels(scenario)
+    level = 0
+    if len(set(nodes)) > 1:
+        level = len(levels) - 1
+        groups = {n: [n] for n in pool_of}
+        topology = scenario.cluster.topology
+        for k, tier in enumerate(topology.hypernodes(list(pool_of)) if topology else []):
+            member = {m: name for name, members in tier for m in members}
+            groups = {n: [*chain, member[chain[-1]]] for n, chain in groups.items()}
+            if len({groups[n][-1] for n in nodes}) == 1:
+                level = k + 1
+                break
+    factor = 1.0
+    for name in levels[:level + 1]:
+        factor = placement.get(name, factor)
+    total = sum(t.replicas_resolved for t in job.tasks)
+    scale = cls.scaling.throughput(len(nodes)) / cls.scaling.throughput(total) if cls and cls.scaling else 1.0
+    return speed * factor * scale
+
+
+def unconserved_progress(result: Result) -> list[tuple]:
+    """(job, integral, work + lost work) for completed jobs of the progress model whose rate,
+    recomputed here from the pods running at each instant, integrated over the time their work
+    ran (each Started, after a restart's setup, to the restart or completion that ended it) is
+    not the work they got done plus the work they lost."""
+    scenario = result.scenario
+    bad = []
+    events = result.events[result.events.kind.isin(["Started", "Restarting", "Completed"])]
+    for job in scenario.jobs:
+        if job.workload_class is None and not job.placement:
+            continue
+        name = f"{job.namespace}/{job.name}"
+        row = result.jobs[(result.jobs.name == job.name) & (result.jobs.namespace == job.namespace)].iloc[0]
+        if row.state != "Completed":
+            continue
+        runs = result.tasks[result.tasks.job == name]
+        starts, stops = runs.start.to_numpy(float), runs.evicted.fillna(runs.end).to_numpy(float)
+        integral, since, started = 0.0, math.nan, 0
+        for time, kind in zip(*(events[events.job == name][c] for c in ("time", "kind"))):
+            if kind == "Started":
+                since = time + (parse_duration(job.restart_cost) if started else 0.0)
+                started += 1
+                continue
+            if time <= since:
+                since = math.nan
+                continue  # ended within the restart's setup: no work ran
+            cuts = sorted({since, time, *(x for x in np.concatenate([starts, stops]) if since < x < time)})
+            for a, b in itertools.pairwise(cuts):
+                at = (a + b) / 2
+                on = runs.node[(starts <= at) & (stops > at)].tolist()
+                integral += (b - a) * _progress_rate(scenario, job, on)
+            since = math.nan
+        work = parse_duration(job.work if job.work is not None else job.duration)
+        if not math.isclose(integral, work + row.lost_work, rel_tol=1e-6, abs_tol=1e-6):
+            bad.append((name, integral, work + row.lost_work))
     return bad

@@ -12,7 +12,8 @@ Time follows a real Volcano cluster, one step at a time:
   but only when something changed since the last one (an event, or the last session decided
   something): a session on an unchanged snapshot decides nothing, so skipping it is exact;
 * a bound pod starts at the session time; a job runs once `minAvailable` of its pods run, and
-  ends after its remaining work (divided by the slowest node speed when it gives `work`),
+  ends after its remaining work (divided by the slowest node speed when it gives `work`; a job
+  of the progress model at its rate, `_rate`, re-planned whenever its running pods change),
   plus `restartCost` when it is a restart; a pod bound after that (an elastic job's surplus pod
   that found no room at first) runs its whole duration from its own start, as on KWOK, and the
   vcjob completes only when every pod has (Volcano's running state: Succeeded + Failed ==
@@ -78,6 +79,7 @@ from .events import (
     TIMER,
     WAKE,
 )
+from .hypernodes import span_level
 from .problem import Decisions, PodGroupPhase, Problem, State, TaskStatus, rank_by
 from .records import RunRecord
 
@@ -121,6 +123,10 @@ class Simulation:
         self.open_run = np.full(n_tasks, -1, np.int64)
         self.pipelined_on = np.full(n_tasks, -1, np.int64)
         self.run_start = np.full(n_jobs, np.nan)
+        self.rate = np.ones(n_jobs)
+        """A job of the progress model: its rate of progress while it runs (work seconds per second)."""
+        self.rate_since = np.full(n_jobs, np.nan)
+        """When its work began at that rate (after a restart's setup)."""
         self.work_done = np.zeros(n_jobs)
         self.lost_work = np.zeros(n_jobs)
         self.evictions = np.zeros(n_jobs, np.int64)
@@ -470,6 +476,8 @@ class Simulation:
         self.trace.runs.append([t, node, now, math.nan, math.nan])
         j = int(self.p.task_job[t])
         self._log(now, "Bound", j, t, node, "Scheduled", reason)
+        if self.c.job_class[j] >= 0 and not math.isnan(self.run_start[j]):
+            self._replan(now, j)  # scale-out: the job runs on with one more pod
         if self.rerun[t] == math.inf:
             speed = float(self.c.node_speed[node]) if self.c.job_uses_speed[j] else 1.0
             self.rerun[t] = now + self.c.job_work[j] / speed
@@ -479,7 +487,8 @@ class Simulation:
     def _maybe_start(self, now: float, j: int) -> None:
         """The job's work runs once minAvailable pods run (and its time limit counts from then). A pod
         not running yet (an elastic job's surplus pod) runs its whole duration once bound, as on
-        KWOK, and the vcjob completes only when every pod has (Succeeded + Failed == replicas)."""
+        KWOK, and the vcjob completes only when every pod has (Succeeded + Failed == replicas).
+        A job of the progress model runs at its rate (`_rate`), and its pods end together."""
         if not math.isnan(self.run_start[j]) or self.suspended[j]:
             return
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
@@ -492,15 +501,47 @@ class Simulation:
         nodes = self.node[lo:hi][running]
         speed = float(self.c.node_speed[nodes].min()) if self.c.job_uses_speed[j] else 1.0
         setup = self.c.job_restart_cost[j] if self.restarts[j] else 0.0
+        rated = self.c.job_class[j] >= 0
+        if rated:
+            speed = self.rate[j] = self._rate(j)
+            self.rate_since[j] = now + setup
         remaining = (self.c.job_work[j] - self.work_done[j]) / speed
         self.version[j] += 1
         heapq.heappush(self.heap, (now + setup + remaining, FINISH, j, int(self.version[j])))
-        later = ~running & np.isnan(self.rerun[lo:hi])
-        self.rerun[lo:hi][later] = math.inf  # each runs its whole duration once bound (KWOK)
+        if not rated:
+            later = ~running & np.isnan(self.rerun[lo:hi])
+            self.rerun[lo:hi][later] = math.inf  # each runs its whole duration once bound (KWOK)
         limit = self.p.job_time_limit[j] - self.limit_used[j]
         if setup + remaining > limit:
             heapq.heappush(self.heap, (now + limit, TIMEOUT, j, int(self.version[j])))
         self._log(now, "Started", j, message=f"{int(running.sum())} pods running")
+
+    def _rate(self, j: int) -> float:
+        """A job of the progress model: its rate with the pods it runs now, the slowest pod's GPU
+        speed (pool speed when it gives `work` x its class's speed on the GPU model) x the placement
+        factor of the level its gang spans x throughput(pods running) / throughput(replicas)."""
+        lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
+        nodes = self.node[lo:hi][self.status[lo:hi] == TaskStatus.RUNNING]
+        k = int(self.c.job_class[j])
+        speed = self.c.class_speed[k, self.c.node_model[nodes]]
+        if self.c.job_uses_speed[j]:
+            speed = speed * self.c.node_speed[nodes]
+        placement = self.c.class_placement[k, span_level(nodes, self.p.node_hypernode)]
+        return float(speed.min() * placement * self.c.class_scaling[k, len(nodes)] / self.c.class_scaling[k, hi - lo])
+
+    def _progress(self, now: float, j: int) -> float:
+        """A job of the progress model: its work done by `now` (the run at its current rate)."""
+        return min(self.c.job_work[j], self.work_done[j] + max(0.0, now - self.rate_since[j]) * self.rate[j])
+
+    def _replan(self, now: float, j: int) -> None:
+        """A running job of the progress model gained or lost a pod: the work so far is accounted
+        at the old rate, the rest runs at the new one (a restart's setup still ends when it did)."""
+        self.work_done[j] = self._progress(now, j)
+        self.rate_since[j] = max(now, self.rate_since[j])
+        self.rate[j] = self._rate(j)
+        self.version[j] += 1
+        end = self.rate_since[j] + (self.c.job_work[j] - self.work_done[j]) / self.rate[j]
+        heapq.heappush(self.heap, (end, FINISH, j, int(self.version[j])))
 
     def _work_done(self, now: float, j: int) -> None:
         """The job's work is done: it completes, unless pods recreated after an eviction still run
@@ -600,7 +641,11 @@ class Simulation:
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
         still = int((self.status[lo:hi] == TaskStatus.RUNNING).sum())
         if still >= max(1, self.p.job_min_member[j]) or self.draining[j]:
-            self.rerun[t] = math.inf  # the job runs on; the controller recreates the pod (SyncJob)
+            # the job runs on; the controller recreates the pod (SyncJob)
+            if self.c.job_class[j] < 0:
+                self.rerun[t] = math.inf
+            elif not math.isnan(self.run_start[j]):
+                self._replan(now, j)  # scale-in
             return
         self.rerun[lo:hi] = math.nan  # the whole job restarts: its pods run as one again
         if not math.isnan(self.run_start[j]):
@@ -624,7 +669,8 @@ class Simulation:
         setup = self.c.job_restart_cost[j] if self.restarts[j] else 0.0
         nodes = self.node[lo:hi][self.node[lo:hi] >= 0]
         speed = float(self.c.node_speed[nodes].min()) if self.c.job_uses_speed[j] and len(nodes) else 1.0
-        total = min(self.c.job_work[j], self.work_done[j] + max(0.0, now - self.run_start[j] - setup) * speed)
+        total = (self._progress(now, j) if self.c.job_class[j] >= 0
+                 else min(self.c.job_work[j], self.work_done[j] + max(0.0, now - self.run_start[j] - setup) * speed))
         interval = self.c.job_checkpoint[j]
         kept = math.floor(total / interval) * interval if math.isfinite(interval) else 0.0
         kept = max(kept, self.work_done[j]) if math.isfinite(interval) else 0.0

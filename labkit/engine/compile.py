@@ -38,7 +38,8 @@ import pandas as pd
 from ..errors import SpecError
 from ..spec import Scenario, scheduler_of
 from ..spec.base import DEFAULT_MAX_PODS
-from ..spec.model import NodePool, Queue, Task, Tenant
+from ..spec.checks import placement_levels
+from ..spec.model import NodePool, Queue, Task, Tenant, WorkloadClass
 from ..spec.quantity import parse_duration
 from ..spec.timeline import node_events
 from ..workloads import JobTable, expand, job_table
@@ -105,6 +106,13 @@ class Compiled:
     * ``event_time``, ``event_node``, ``event_kind`` (E,): the node events (``cluster.events``, a
       pool's expanded to its nodes) in the order they happen (time, then as written), the kind
       coded as in ``events.NODE_KINDS``.
+    * the job progress model (``workloadClasses``): ``job_class`` (J,) the row of the class tables
+      a job progresses by (-1: none, the run time is as above); ``class_speed`` (C, M) its speed
+      per GPU model, ``node_model`` (N,) each node's column (the last: no gpuModel, speed 1);
+      ``class_placement`` (C, L) its rate factor per level its gang spans (0: one node, k: inside
+      a HyperNode of tier k, the last: the cluster); ``class_scaling`` (C, S) its throughput with
+      n running pods (column n; ones without a curve). A job with a ``placement`` of its own has
+      a row of its own.
     * ``source``: the scenario as given; ``jobs``: its jobs as columns (generated ones included);
       ``scenario``: the scenario with its generators expanded (made on first use), whose
       ``jobs[j]`` is job j of the Problem.
@@ -142,6 +150,11 @@ class Compiled:
             patch.update(change)
         patch.pop("task_priority", None)
         return dataclasses.replace(self.problem, **patch)
+    job_class: np.ndarray = default(default_factory=lambda: np.zeros(0, np.int64))
+    class_speed: np.ndarray = default(default_factory=lambda: np.ones((1, 1)))
+    node_model: np.ndarray = default(default_factory=lambda: np.zeros(0, np.int64))
+    class_placement: np.ndarray = default(default_factory=lambda: np.ones((1, 2)))
+    class_scaling: np.ndarray = default(default_factory=lambda: np.ones((1, 1)))
 
     @cached_property
     def scenario(self) -> Scenario:
@@ -307,7 +320,55 @@ def compile_with(rules: FamilyRules, scenario: Scenario, table: JobTable | None 
         quotas=_quotas(scenario, tenants, table, var_code, pod_requests) if rules.namespaces else None,
         event_time=event_time, event_node=event_node, event_kind=event_kind,
         change_time=change_time, change_patch=change_patch, change_said=change_said,
+        **_progress(scenario, table, [pool for pool, _ in nodes], problem.job_min_member, job_pods),
     )
+
+
+def _progress(scenario: Scenario, table: JobTable, node_pools: list[NodePool], min_member: np.ndarray,
+              job_pods: np.ndarray) -> dict:
+    """The job progress model's tables (``Compiled.job_class`` and the class tables): one row per
+    workload class, then one per job with a placement of its own; SpecError naming the scaling
+    table that does not cover a job's pod counts (minAvailable to replicas)."""
+    classes = list(scenario.workload_classes)
+    index = {c.name: k for k, c in enumerate(classes)}
+    job_class = np.array([index[c] if c is not None else -1 for c in table.workload_class], np.int64)
+    origin = list(range(len(classes)))  # the scenario's class a row is made from
+    for j in np.flatnonzero(table.spec >= 0):
+        job = scenario.jobs[int(table.spec[j])]
+        if job.placement:
+            base = classes[job_class[j]] if job_class[j] >= 0 else WorkloadClass(name="job")
+            origin.append(origin[job_class[j]] if job_class[j] >= 0 else -1)
+            job_class[j] = len(classes)
+            classes.append(base.model_copy(update={"placement": {**base.placement, **job.placement}}))
+    models = sorted({pool.gpu_model for pool in node_pools if pool.gpu_model is not None})
+    model_index = {m: k for k, m in enumerate(models)}
+    node_model = np.array([model_index.get(pool.gpu_model, len(models)) for pool in node_pools], np.int64)
+    speed = np.array([[c.speeds.get(m, 1.0) for m in models] + [1.0] for c in classes], float).reshape(
+        len(classes), len(models) + 1)
+    levels = placement_levels(scenario)
+    placement = np.ones((len(classes), len(levels)))
+    for k, c in enumerate(classes):
+        factor = 1.0
+        for level, name in enumerate(levels):
+            factor = placement[k, level] = c.placement.get(name, factor)
+    rated = job_class >= 0
+    pods = np.diff(job_pods)
+    width = int(pods[rated].max()) + 1 if rated.any() else 1
+    scaling = np.ones((len(classes), width))
+    for k, c in enumerate(classes):
+        if c.scaling is None:
+            continue
+        mine = np.flatnonzero(job_class == k)
+        if not len(mine):
+            continue
+        low, high = int(max(1, min_member[mine].min())), int(pods[mine].max())
+        where = f"workloadClasses[{origin[k]}].scaling.table"
+        try:
+            scaling[k, low:high + 1] = [c.scaling.throughput(n) for n in range(low, high + 1)]
+        except ValueError as err:
+            raise SpecError(where, f"{err}; its jobs run with {low} to {high} pods") from None
+    return {"job_class": job_class, "class_speed": speed, "node_model": node_model,
+            "class_placement": placement, "class_scaling": scaling}
 
 
 def _node_events(scenario: Scenario, rules: FamilyRules, problem: Problem) -> tuple[np.ndarray, ...]:

@@ -151,6 +151,7 @@ STATIC = (
     "ne_time", "ne_node", "ne_kind",
     "hn_tier", "hn_parent", "hn_bfs", "hn_tiers", "hn_mem_off", "hn_mem", "node_hn", "node_low", "j_topo",
     "topo_gradient", "topo_order",
+    "rt_class", "rt_speed", "rt_model", "rt_place", "rt_scale", "rt_hn",
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
@@ -163,6 +164,7 @@ MUTABLE = {
     "enq_t": ("J", np.nan, F), "start_t": ("J", np.nan, F), "end_t": ("J", np.nan, F),
     "evictions": ("J", 0, I), "restarts": ("J", 0, I), "version": ("J", 0, I),
     "t_rerun": ("T", np.nan, F), "draining": ("J", False, B),
+    "rate": ("J", 1.0, F), "rate_since": ("J", np.nan, F),
     "n_used": ("N R", 0, F), "n_rel": ("N R", 0, F), "n_pip": ("N R", 0, F), "pods": ("N 6", 0, F),
     "n_version": ("N", 0, I), "node_first": ("N", -1, I), "node_next": ("T", -1, I),
     "node_prev": ("T", -1, I),
@@ -514,6 +516,10 @@ def static_arrays(c: Compiled) -> dict:
         "strict_fifo": bool(p.policy.strict_fifo),
         "ne_time": core_view(c.event_time, F), "ne_node": core_view(c.event_node, I),
         "ne_kind": core_view(c.event_kind, I),
+        # the job progress model (Compiled.job_class and the class tables; clock.Simulation._rate)
+        "rt_class": core_view(c.job_class, I), "rt_speed": core_view(c.class_speed, F),
+        "rt_model": core_view(c.node_model, I), "rt_place": core_view(c.class_placement, F),
+        "rt_scale": core_view(c.class_scaling, F), "rt_hn": core_view(p.node_hypernode, I),
     }
     arrays["j_alike"] = alike_jobs(arrays["j_lo"], arrays["t_shape"], arrays["t_class"], arrays["t_never"],
                                    arrays["t_be"])

@@ -321,6 +321,8 @@ def bind(s, now, t, n, msg, ref_task, ref_node):
     set_status(s, t, RUNNING, n)
     s.pip_on[t] = -1
     j = s.t_job[t]
+    if s.rt_class[j] >= 0 and not math.isnan(s.run_start[j]):
+        replan(s, now, j)  # scale-out: the job runs on with one more pod
     if s.t_rerun[t] == math.inf:
         s.t_rerun[t] = now + s.j_work[j] / (s.node_speed[n] if s.j_uses_speed[j] else 1.0)
         if s.draining[j]:
@@ -355,13 +357,71 @@ def maybe_start(s, now, j):
     if not s.j_uses_speed[j]:
         speed = 1.0
     setup = s.j_restart[j] if s.restarts[j] else 0.0
+    rated = s.rt_class[j] >= 0
+    if rated:
+        speed = s.rate[j] = rate_of(s, j)
+        s.rate_since[j] = now + setup
     remaining = (s.j_work[j] - s.work_done[j]) / speed
     s.version[j] += 1
     push_event(s, now + setup + remaining, FINISH, j, s.version[j])
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
-        if s.status[t] != RUNNING and math.isnan(s.t_rerun[t]):
+        if not rated and s.status[t] != RUNNING and math.isnan(s.t_rerun[t]):
             s.t_rerun[t] = math.inf  # a pod bound later runs its whole duration (clock._maybe_start)
     log(s, now, EV_STARTED, j, -1, -1, MSG_PODS_RUNNING, running, 0)
+
+
+@jit
+def span_level(s, j):
+    """The topology level the job's running pods span (hypernodes.span_level): 0 on one node, k
+    inside one HyperNode of tier k, the number of tiers + 1 across the cluster."""
+    first, level = -1, 0
+    tiers = s.rt_hn.shape[1]
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[t] != RUNNING:
+            continue
+        n = s.node[t]
+        if first < 0:
+            first = n
+        elif n != first:
+            k = 0
+            while k < tiers and not (s.rt_hn[n, k] >= 0 and s.rt_hn[n, k] == s.rt_hn[first, k]):
+                k += 1
+            level = max(level, k + 1)
+    return level
+
+
+@jit
+def rate_of(s, j):
+    """A job of the progress model: its rate with the pods it runs now (clock.Simulation._rate)."""
+    k = s.rt_class[j]
+    speed, running = math.inf, 0
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        if s.status[t] == RUNNING:
+            n = s.node[t]
+            pod = s.rt_speed[k, s.rt_model[n]]
+            if s.j_uses_speed[j]:
+                pod *= s.node_speed[n]
+            speed = min(speed, pod)
+            running += 1
+    placement = s.rt_place[k, span_level(s, j)]
+    return speed * placement * s.rt_scale[k, running] / s.rt_scale[k, s.j_lo[j + 1] - s.j_lo[j]]
+
+
+@jit
+def progress(s, now, j):
+    """A job of the progress model: its work done by ``now`` (clock.Simulation._progress)."""
+    return min(s.j_work[j], s.work_done[j] + max(0.0, now - s.rate_since[j]) * s.rate[j])
+
+
+@jit
+def replan(s, now, j):
+    """A running job of the progress model gained or lost a pod: the work so far at the old rate,
+    the rest at the new one (clock.Simulation._replan)."""
+    s.work_done[j] = progress(s, now, j)
+    s.rate_since[j] = max(now, s.rate_since[j])
+    s.rate[j] = rate_of(s, j)
+    s.version[j] += 1
+    push_event(s, s.rate_since[j] + (s.j_work[j] - s.work_done[j]) / s.rate[j], FINISH, j, s.version[j])
 
 
 @jit
@@ -444,7 +504,10 @@ def stop_work(s, now, j):
             placed = True
     if not (s.j_uses_speed[j] and placed):
         speed = 1.0
-    total = min(s.j_work[j], s.work_done[j] + max(0.0, now - s.run_start[j] - setup) * speed)
+    if s.rt_class[j] >= 0:
+        total = progress(s, now, j)
+    else:
+        total = min(s.j_work[j], s.work_done[j] + max(0.0, now - s.run_start[j] - setup) * speed)
     interval = s.j_ckpt[j]
     kept = 0.0
     if math.isfinite(interval):
@@ -466,7 +529,11 @@ def evict(s, now, t, msg, a, b):
         return  # its job's restart, for an earlier eviction of this session, already deletes it
     terminate(s, now, t)
     if count_status(s, j, RUNNING) >= max(1, s.j_min[j]) or s.draining[j]:
-        s.t_rerun[t] = math.inf  # the job runs on; the controller recreates the pod (SyncJob)
+        # the job runs on; the controller recreates the pod (SyncJob)
+        if s.rt_class[j] < 0:
+            s.t_rerun[t] = math.inf
+        elif not math.isnan(s.run_start[j]):
+            replan(s, now, j)  # scale-in
         return
     for other in range(s.j_lo[j], s.j_lo[j + 1]):
         s.t_rerun[other] = math.nan  # the whole job restarts: its pods run as one again
@@ -620,7 +687,8 @@ def room(s, events, runs, pushes):
 def room_for_event(s):
     """Room for the next clock event: an arrival from a snapshot logs its enqueue, binds and
     start, and schedules its completion; a node event logs itself and per pod it evicts an eviction
-    and a restart, and terminates at most the pods of those pods' jobs; any other logs one event."""
+    and a restart, terminates at most the pods of those pods' jobs and re-plans a completion (a
+    job of the progress model losing the pod); any other logs one event."""
     if not arrival_next(s):
         if s.ints[I_HEAP] == 0 or s.h_key[0, 0] != NODE:
             return room(s, 1, 0, 0)
@@ -629,7 +697,7 @@ def room_for_event(s):
             if s.node[t] == n and s.status[t] == RUNNING:
                 pods += 1
                 terminated += s.j_lo[s.t_job[t] + 1] - s.j_lo[s.t_job[t]]
-        return room(s, 1 + 2 * pods, 0, terminated)
+        return room(s, 1 + 2 * pods, 0, terminated + pods)
     j = s.arrivals[s.ints[I_ARRIVED]]
     pods = s.j_lo[j + 1] - s.j_lo[j]
     return room(s, 3 + pods, pods, 2)  # its slot, and its completion
@@ -638,9 +706,10 @@ def room_for_event(s):
 @jit
 def room_for_session(s):
     """Room for a session: per pod that exists a bind, an eviction, a restart and a pipelined
-    event, a pod run and a termination; per live job an enqueue and a start."""
+    event, a pod run, a termination and a re-planned completion (a job of the progress model
+    gains or loses it); per live job an enqueue and a start."""
     pods, jobs = s.ints[I_CREATED], s.ints[I_LIVE]
-    return room(s, 4 * pods + 2 * jobs, pods, pods + jobs)
+    return room(s, 4 * pods + 2 * jobs, pods, 2 * pods + jobs)
 
 
 @jit

@@ -70,3 +70,17 @@ class HyperNodes:
     def holding(self, node: int) -> set[int]:
         """Every HyperNode whose members include ``node``, the root's included."""
         return {self.root} | {h for h in self._columns[node].tolist() if h >= 0}
+
+
+def span_level(nodes: np.ndarray, node_hypernode: np.ndarray) -> int:
+    """The topology level a gang on ``nodes`` spans (``node_hypernode``: the Problem's node ->
+    HyperNode id per tier, -1 = none): 0 on one node, k when one HyperNode of tier k holds them
+    all (and none of a lower tier does), the number of tiers + 1 when only the cluster-top
+    HyperNode does. No nodes: 0."""
+    if len(nodes) == 0 or (nodes == nodes[0]).all():
+        return 0
+    for k in range(node_hypernode.shape[1]):
+        ids = node_hypernode[nodes, k]
+        if ids[0] >= 0 and (ids == ids[0]).all():
+            return k + 1
+    return node_hypernode.shape[1] + 1

@@ -65,6 +65,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
     _check_running_fits(scenario)
     _check_node_events(scenario)
     _check_changes(scenario)
+    _check_progress(scenario)
     for i, load in enumerate(scenario.workloads):
         _check_refs(f"workloads[{i}]", load, namespaces, queues, classes)
         _check_leaf(f"workloads[{i}].queue", load.queue, children)
@@ -333,6 +334,41 @@ def _check_refs(path: str, item: Job | Workload, namespaces: set[str], queues: s
         raise SpecError(
             f"{path}.priorityClassName", f"no PriorityClass named {item.priority_class_name!r} ({_listing(classes)})"
         )
+
+
+def placement_levels(scenario: Scenario) -> list[str]:
+    """The topology levels a gang can span, lowest first: ``node``, each ``cluster.topology`` tier,
+    ``cluster`` (the cluster-top HyperNode above the last tier)."""
+    topology = scenario.cluster.topology
+    return ["node", *(tier.name for tier in (topology.tiers if topology else [])), "cluster"]
+
+
+def _check_progress(scenario: Scenario) -> None:
+    """The job progress model's names: classes are unique, a speed names a pool's GPU model, a
+    placement a topology level, a job's workloadClass a class."""
+    _unique("workloadClasses", [c.name for c in scenario.workload_classes], "workload class")
+    models = {pool.gpu_model for pool in scenario.cluster.pools if pool.gpu_model is not None}
+    levels = placement_levels(scenario)
+    for i, cls in enumerate(scenario.workload_classes):
+        for model in cls.speeds:
+            if model not in models:
+                raise SpecError(f"workloadClasses[{i}].speeds.{model}",
+                                f"unknown GPU model {model!r}: no pool has it as gpuModel ({_listing(models)})")
+        _check_placement(f"workloadClasses[{i}].placement", cls.placement, levels)
+    names = {c.name for c in scenario.workload_classes}
+    for kind, items in (("jobs", scenario.jobs), ("workloads", scenario.workloads)):
+        for i, item in enumerate(items):
+            if item.workload_class is not None and item.workload_class not in names:
+                raise SpecError(f"{kind}[{i}].workloadClass",
+                                f"no workload class named {item.workload_class!r} ({_listing(names)})")
+    for i, job in enumerate(scenario.jobs):
+        _check_placement(f"jobs[{i}].placement", job.placement, levels)
+
+
+def _check_placement(path: str, placement: dict, levels: list[str]) -> None:
+    for level in placement:
+        if level not in levels:
+            raise SpecError(f"{path}.{level}", f"not a topology level; a gang spans one of {', '.join(levels)}")
 
 
 def _check_leaf(path: str, queue: str, children: Counter) -> None:

@@ -109,6 +109,10 @@ _HYPERNODES = {
 }
 
 
+_PROGRESS = _only("volcano", R("the job progress model (workloadClasses, gpuModel, placement) is simulated "
+                                "under the Volcano family only so far"))
+
+
 def _section(family: str) -> tuple[Decision, ...]:
     """A scheduler section is read by its own family; under another it cannot be given (a section
     chooses its family; `--policy` replaces it)."""
@@ -129,6 +133,8 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("changes[].queue.", "name weight capability deserved guarantee", _CHANGES),
     **_rows("changes[].priorityClass.", "name value", _CHANGES),
     "changes[].scheduler.**": _CHANGES,
+    "workloadClasses": _PROGRESS,
+    **_rows("workloadClasses[].", "name speeds placement scaling scaling.exponent scaling.table", _PROGRESS),
     "queues": _only("volcano", _VOLCANO_QUEUE),
     "priorityClasses": _by(_PRIORITY_CLASS),
     "slurm": _only("slurm", W("Slurm's (partitions, QOS, associations); this policy ignores it")),
@@ -141,6 +147,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     "cluster.pools[].spot": _NODE_EVENTS,
     **_rows("cluster.pools[].spot.", "rate per notice replaceAfter until seed", _NODE_EVENTS),
     **_rows("cluster.pools[].taints[].", "key value effect", ALL),
+    "cluster.pools[].gpuModel": _PROGRESS,
     "cluster.topology": _by(_HYPERNODES),
     "cluster.topology.tiers": _by(_HYPERNODES),
     **_rows("cluster.topology.tiers[].", "name size", _by(_HYPERNODES)),
@@ -165,6 +172,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("jobs[].", "networkTopology networkTopology.mode networkTopology.highestTierAllowed",
             _by(_NETWORK_TOPOLOGY)),
     **_rows("jobs[].", "timeLimit partition qos user", _only("slurm", _NOT_SLURM)),
+    **_rows("jobs[].", "workloadClass placement", _PROGRESS),
     **_rows("jobs[].tasks[].", "name replicas resources nodeSelector tolerations", ALL),
     **_rows("jobs[].tasks[].", "minAvailable elastic", _by(_GANG)),
     **_rows("jobs[].tasks[].tolerations[].", "key operator value effect", ALL),
@@ -174,6 +182,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("workloads[].", "name namespace arrival start end count gpus gpusPerPod gpuResource resources perGpu "
             "duration trace checkpointInterval restartCost gracePeriod preemptible seed", ALL),
     "workloads[].queue": _by(_JOB_QUEUE),
+    "workloads[].workloadClass": _PROGRESS,
     "workloads[].priorityClassName": _by(_PRIORITY_CLASS),
     **_rows("workloads[].", "networkTopology networkTopology.mode networkTopology.highestTierAllowed",
             _by(_NETWORK_TOPOLOGY)),

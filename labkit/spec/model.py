@@ -13,6 +13,7 @@ Models are immutable; `labkit.spec.checks` adds the rules that span several fiel
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Annotated, Any, Literal
 
@@ -103,7 +104,9 @@ class Spot(Model):
 
 
 class NodePool(Model):
-    """`count` identical nodes named `<name>-<i>`; `speed` scales job work on them (1 = reference GPU)."""
+    """`count` identical nodes named `<name>-<i>`; `speed` scales job work on them (1 = reference GPU);
+    `gpuModel` names their GPU model, the column of the speed matrix (`workloadClasses[].speeds`)
+    that the jobs of a workload class read on them."""
 
     name: Namespace
     count: int = Field(ge=1, le=MAX_NODES)
@@ -115,6 +118,7 @@ class NodePool(Model):
     """What one GPU-hour on this pool costs (any currency); `labkit.metrics.cost` reads it."""
     spot: Spot | None = None
     """The pool is spot capacity, reclaimed at random (:class:`Spot`)."""
+    gpu_model: str | None = Field(default=None, min_length=1)
 
     @field_validator("resources")
     @classmethod
@@ -299,6 +303,69 @@ class NetworkTopology(Model):
     highest_tier_allowed: int = Field(default=1, ge=0)
 
 
+Factor = Annotated[float, Field(gt=0, le=1000)]
+"""A positive rate factor (a speed, a placement slowdown, a throughput)."""
+
+
+def _count_key(value: Any) -> Any:
+    """A pod count written as a mapping key: YAML gives an int, JSON (and `dump`) a string of digits."""
+    return int(value) if isinstance(value, str) and value.isdigit() else value
+
+
+PodCount = Annotated[int, BeforeValidator(_count_key), Field(ge=1, le=MAX_PODS)]
+
+
+class Scaling(Model):
+    """An elastic job's throughput as a function of its running pods n, as a `table` (n -> throughput,
+    linear between the points given) or a power law with a scaling `exponent` (throughput = n^exponent:
+    1 = linear, 0.8 = each doubling gives 2^0.8 = 1.74x). The job progresses at
+    throughput(n) / throughput(replicas): 1 with all its pods, less with fewer."""
+
+    exponent: float | None = Field(default=None, gt=0, le=2)
+    table: dict[PodCount, Factor] | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> Scaling:
+        if (self.exponent is None) == (self.table is None):
+            raise ValueError("give exactly one of exponent (throughput = n^exponent) or table (pods -> throughput)")
+        if self.table is not None:
+            if not self.table:
+                raise ValueError("table is empty: give the throughput at some pod counts, e.g. {1: 1.0, 4: 3.4}")
+            counts = sorted(self.table)
+            for a, b in itertools.pairwise(counts):
+                if self.table[b] < self.table[a]:
+                    raise ValueError(f"table is not monotone: throughput {self.table[b]:g} at {b} pods is below "
+                                     f"{self.table[a]:g} at {a}")
+        return self
+
+    def throughput(self, pods: int) -> float:
+        """throughput(pods) (the table's points joined by straight lines; ValueError outside them)."""
+        if self.exponent is not None:
+            return float(pods) ** self.exponent
+        counts = sorted(self.table or {})
+        if not counts[0] <= pods <= counts[-1]:
+            raise ValueError(f"the table covers {counts[0]} to {counts[-1]} pods, not {pods}")
+        hi = next(c for c in counts if c >= pods)
+        lo = max(c for c in counts if c <= pods)
+        if hi == lo:
+            return self.table[lo]
+        return self.table[lo] + (self.table[hi] - self.table[lo]) * (pods - lo) / (hi - lo)
+
+
+class WorkloadClass(Model):
+    """A kind of training job (Gavel's job type) and how fast it progresses: `speeds`, its row of the
+    speed matrix (GPU model -> throughput relative to 1; a model not given: 1); `placement`, the
+    rate factor per topology level its gang spans (`node`: all pods on one node, a
+    `cluster.topology` tier's name: inside one HyperNode of that tier, `cluster`: across the top
+    tier; a level not given takes the level below's factor, `node` 1); `scaling`, its throughput
+    curve over its running pods (none: the same rate with any number of pods)."""
+
+    name: ObjectName
+    speeds: dict[str, Factor] = {}
+    placement: dict[str, Factor] = {}
+    scaling: Scaling | None = None
+
+
 class Task(Model):
     """A vcjob task (role): `replicas` identical pods with per-pod `resources` requests."""
 
@@ -345,7 +412,10 @@ class Job(Model):
     """A vcjob: tasks, gang minimum, queue, priority and the run-time model used by the simulator.
 
     Run time is `duration` (seconds on a speed-1 node) or `work` (the same, scaled by the slowest
-    pool speed the job lands on). Eviction loses the work since the last checkpoint; a restart costs
+    pool speed the job lands on). With a `workloadClass` (or a `placement` of its own, which
+    overrides its class's), `work` or `duration` is what the job must get done at rate 1, and its
+    rate while it runs is its class's GPU-model speed x placement factor x replica scaling
+    (`WorkloadClass`), re-planned whenever its running pods change. Eviction loses the work since the last checkpoint; a restart costs
     `restartCost`; an evicted pod holds its resources for `gracePeriod` (terminationGracePeriodSeconds).
     For Slurm: `timeLimit` (sbatch -t, what backfill plans with; distinct from the real run time),
     `partition`, `qos` and `user` (default: the namespace).
@@ -365,6 +435,8 @@ class Job(Model):
     grace_period: Duration = 30
     preemptible: bool = True
     network_topology: NetworkTopology | None = None
+    workload_class: str | None = None
+    placement: dict[str, Factor] = {}
     status: JobStatus | None = None
     time_limit: PositiveDuration | None = None
     partition: str | None = None
@@ -504,7 +576,8 @@ class Workload(Model):
     (multi-node jobs become gangs of whole-node pods); each pod requests `resources` plus `perGpu`
     for every GPU it holds. A job with 0 GPUs is one pod with `resources` only (CPU work). With
     `trace`, the jobs' names, submit times, GPUs and run times are the trace's (no `arrival`,
-    `start`, `end`, `count`, `gpus`, `duration` or `seed`); pods are shaped the same way.
+    `start`, `end`, `count`, `gpus`, `duration` or `seed`); pods are shaped the same way. With a
+    `workloadClass`, its jobs progress by the job progress model (`Job`, `WorkloadClass`).
     """
 
     name: Namespace
@@ -527,6 +600,7 @@ class Workload(Model):
     grace_period: Duration = 30
     preemptible: bool = True
     network_topology: NetworkTopology | None = None
+    workload_class: str | None = None
     seed: int | None = Field(default=None, ge=0, le=MAX_SEED)
 
     @model_validator(mode="after")
@@ -1005,6 +1079,8 @@ class Scenario(Model):
     tenants: list[Tenant] = []
     queues: list[Queue] = []
     priority_classes: list[PriorityClass] = []
+    workload_classes: list[WorkloadClass] = []
+    """The job progress model's classes (`WorkloadClass`), named by `jobs[].workloadClass`."""
     jobs: list[Job] = []
     workloads: list[Workload] = []
     slurm: SlurmCluster | None = None

@@ -184,6 +184,8 @@ def generate(load: Workload, seed: int | list[int]) -> list[dict]:
             job["checkpointInterval"] = load.checkpoint_interval
         if load.network_topology is not None:
             job["networkTopology"] = load.network_topology.model_dump(by_alias=True, exclude_unset=True)
+        if load.workload_class is not None:
+            job["workloadClass"] = load.workload_class
         jobs.append(job)
     return jobs
 

@@ -32,7 +32,7 @@ class JobTable:
     bool; ``min_available`` int (-1 = unset); ``shape`` int into ``shapes`` (tuples of Tasks);
     ``spec`` int, the job's index in ``scenario.jobs`` (-1: made by a generator);
     ``topology_tier`` int, networkTopology's highestTierAllowed (-1 = none), ``topology_hard``
-    bool, its mode is hard."""
+    bool, its mode is hard; ``workload_class`` object, its workloadClass (None = none)."""
 
     name: np.ndarray
     namespace: np.ndarray
@@ -51,6 +51,7 @@ class JobTable:
     spec: np.ndarray
     topology_tier: np.ndarray
     topology_hard: np.ndarray
+    workload_class: np.ndarray
 
     def __len__(self) -> int:
         return len(self.name)
@@ -58,9 +59,9 @@ class JobTable:
 
 _COLUMNS = ("name", "namespace", "queue", "priority_class", "submit", "work", "uses_speed", "checkpoint",
             "restart_cost", "grace", "preemptible", "min_available", "shape", "spec", "topology_tier",
-            "topology_hard")
+            "topology_hard", "workload_class")
 _DTYPES = (object, object, object, object, float, float, bool, float, float, float, bool, np.int64, np.int64,
-           np.int64, np.int64, bool)
+           np.int64, np.int64, bool, object)
 
 
 def _task_key(task: Task) -> tuple:
@@ -93,7 +94,7 @@ def _explicit(jobs: list[Job], shapes: dict) -> list[tuple]:
                      restart if type(restart) is float else _seconds(restart),
                      grace if type(grace) is float else _seconds(grace), job.preemptible,
                      -1 if job.min_available is None else job.min_available, shape[0], i,
-                     *_topology(job.network_topology)))
+                     *_topology(job.network_topology), job.workload_class))
     return rows
 
 
@@ -122,7 +123,7 @@ def _generated(scenario: Scenario, index: int, shapes: dict) -> dict[str, np.nda
     constant = {"topology_tier": tier, "topology_hard": hard,"namespace": load.namespace, "queue": load.queue, "priority_class": load.priority_class_name,
                 "uses_speed": False, "checkpoint": checkpoint, "restart_cost": parse_duration(load.restart_cost),
                 "grace": parse_duration(load.grace_period), "preemptible": load.preemptible, "min_available": -1,
-                "spec": -1}
+                "spec": -1, "workload_class": load.workload_class}
     columns = {"name": np.array(job_names(load, n), object), "submit": drawn.submit, "work": drawn.duration,
                "shape": np.asarray(ids, np.int64)[inverse.reshape(-1)]}
     for (column, dtype) in zip(_COLUMNS, _DTYPES):
@@ -150,7 +151,7 @@ def job_table(scenario: Scenario) -> JobTable:
     return JobTable(**columns, shapes=tuple(tasks for _, tasks in by_id))
 
 
-UNTABLED = frozenset(("status", "time_limit", "partition", "qos", "user"))
+UNTABLED = frozenset(("status", "time_limit", "partition", "qos", "user", "placement"))
 """The fields of a Job its table row does not hold (Slurm's, the snapshot)."""
 
 
