@@ -216,7 +216,8 @@ def test_row_ids_are_numpy_unique_inverse():
 def test_every_job_field_is_in_the_table_or_untabled():
     """`table_key` hashes the table's columns and the untabled fields: a new Job field must be one."""
     in_table = {"name", "namespace", "queue", "priority_class_name", "submit", "tasks", "min_available", "duration",
-                "work", "checkpoint_interval", "restart_cost", "grace_period", "preemptible", "network_topology"}
+                "work", "checkpoint_interval", "restart_cost", "grace_period", "preemptible", "network_topology",
+                "workload_class"}
     assert set(Job.model_fields) == in_table | UNTABLED
     assert len(_COLUMNS) == len(dataclasses.fields(job_table(scenario_with_generators()))) - 1  # and shapes
 
