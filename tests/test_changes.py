@@ -1,11 +1,10 @@
 """Changes in time (`changes`: a Queue's fields, a PriorityClass's value, the scheduler conf), each
 taking effect at the first session after its time, as a `kubectl apply` does on Volcano."""
 
-import subprocess
-import sys
 import warnings
 
 import pytest
+from test_spec import run_cli
 
 import labkit
 from labkit import diagnose, metrics, spec
@@ -139,6 +138,5 @@ def test_cli_bad_change_is_one_line_and_exit_2(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("name: bad\ncluster:\n  pools:\n  - {name: a, count: 1, resources: {nvidia.com/gpu: 8}}\n"
                     "changes:\n- {at: 1h, queue: {name: team-x, weight: 2}}\n")
-    run = subprocess.run([sys.executable, "-m", "labkit", "validate", str(path)], capture_output=True, text=True,
-                         timeout=120, check=False)
+    run = run_cli("validate", str(path))
     assert run.returncode == 2 and run.stderr.strip().count("\n") == 0 and "changes[0].queue.name" in run.stderr

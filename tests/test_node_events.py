@@ -1,13 +1,12 @@
 """Node events (`cluster.events`): failure and recovery, cordon, uncordon and drain, in both engines."""
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from scenarios import assert_same, pods_on_unavailable_nodes, unconserved_work
+from test_spec import run_cli
 
 import labkit
 from labkit import spec
@@ -235,8 +234,7 @@ def test_a_volcano_conf_without_predicates_refuses_node_events():
 def test_cli_bad_node_event_is_one_line_and_exit_2(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text(BAD_YAML)
-    run = subprocess.run([sys.executable, "-m", "labkit", "validate", str(path)], capture_output=True, text=True,
-                         timeout=120, check=False)
+    run = run_cli("validate", str(path))
     assert run.returncode == 2
     assert run.stderr.strip().count("\n") == 0 and "cluster.events[0].kind" in run.stderr
 

@@ -1,12 +1,11 @@
 """Spot pools (`cluster.pools[].spot`: a seeded interruption process, drawn at compile time into
 node events) and pool prices (`cluster.pools[].price`, read by `labkit.metrics` cost figures)."""
 
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from scenarios import assert_same, pods_on_unavailable_nodes, unconserved_work
+from test_spec import run_cli
 
 import labkit
 from labkit import metrics, spec
@@ -146,8 +145,7 @@ def test_cli_negative_rate_is_one_line_and_exit_2(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("name: bad\ncluster:\n  pools:\n  - {name: a, count: 1, resources: {nvidia.com/gpu: 8}, "
                     "spot: {rate: -0.5}}\n")
-    run = subprocess.run([sys.executable, "-m", "labkit", "validate", str(path)], capture_output=True, text=True,
-                         timeout=120, check=False)
+    run = run_cli("validate", str(path))
     assert run.returncode == 2 and run.stderr.strip().count("\n") == 0 and "spot.rate" in run.stderr
 
 
