@@ -94,3 +94,15 @@ def test_labkit_bench_scale_and_peer_print_the_same_figures():
     assert re.search(r"^synthetic-1m-4096 \[engine=\w+\]: 200 jobs", out.stdout, re.MULTILINE)
     assert re.search(r"^labkit \[engine=\w+, policy=helios-fifo\]: 100 jobs", out.stdout, re.MULTILINE)
     assert len(TARGET.findall(out.stdout)) == 2, out.stdout  # wall and peak RSS; no peer time for 100 jobs
+
+
+def test_bench_times_the_re_simulation_target_on_the_week_it_was_set_on():
+    """The <= 35 ms target dates from the 3,727-job week; issue 22 re-tuned the preset to 5,041
+    jobs, so `labkit bench` times the old week for the target and today's beside it."""
+    out = subprocess.run([sys.executable, "-m", "labkit", "bench", "--quick", "--repeat", "2"],
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    old = spec.load(BENCH / "case-study-3727.yaml")
+    jobs = len(job_table(old).name)
+    assert jobs != len(job_table(spec.preset("case-study")).name)
+    line = next(x for x in out.splitlines() if "re-simulation median" in x)
+    assert TARGET.match(line) and f"the week before its re-tune ({jobs:,} jobs" in line, out
