@@ -396,13 +396,15 @@ def topology_scenarios(draw, max_jobs: int = 6, vary_conf: bool = False) -> spec
     """2-8 nodes of 2-8 GPUs in racks and spines (cluster.topology), gangs of 1-4 pods, some with
     networkTopology hard or soft up to tier 0-3, under a conf with network-topology-aware. With
     ``vary_conf`` also: a second queue and reclaim, the plugin's arguments (weight, HyperNode
-    binpacking weights, normal-pod switch and fading), its extension points switched off, binpack."""
+    binpacking weights, normal-pod switch and fading), its extension points switched off, binpack,
+    preempt with two PriorityClasses (a job with networkTopology never preempts)."""
     gpus = draw(st.sampled_from([2, 4, 8]))
     pools = [{"name": "p", "count": draw(st.integers(2, 8)),
               "resources": {"nvidia.com/gpu": gpus, "cpu": 32, "memory": "256Gi"}}]
     topology = {"tiers": [{"name": "rack", "size": draw(st.integers(1, 3))}, {"name": "spine", "size": 2}]}
     queues = [{"name": "default"}] + ([{"name": "b", "weight": draw(st.integers(1, 3))}]
                                       if vary_conf and draw(st.booleans()) else [])
+    preempt = vary_conf and draw(st.booleans())
     jobs = []
     for j in range(draw(st.integers(1, max_jobs))):
         replicas = draw(st.integers(1, 4))
@@ -412,6 +414,8 @@ def topology_scenarios(draw, max_jobs: int = 6, vary_conf: bool = False) -> spec
                                         "cpu": draw(st.sampled_from([4, 4, 12])) if vary_conf else 4}}]}
         if len(queues) > 1:
             job["queue"] = draw(st.sampled_from([q["name"] for q in queues]))
+        if preempt:
+            job["priorityClassName"] = draw(st.sampled_from(["low", "high"]))
         if draw(st.integers(0, 3)) > 0:
             job["networkTopology"] = {"mode": draw(st.sampled_from(["hard", "soft"])),
                                       "highestTierAllowed": draw(st.integers(1, 3))}
@@ -431,10 +435,12 @@ def topology_scenarios(draw, max_jobs: int = 6, vary_conf: bool = False) -> spec
         tier2 = [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}, plugin]
         if draw(st.booleans()):
             tier2.insert(3, {"name": "binpack"})
-        actions = "enqueue, allocate, backfill" + (", reclaim" if len(queues) > 1 else "")
+        actions = ("enqueue, allocate, backfill" + (", reclaim" if len(queues) > 1 else "")
+                   + (", preempt" if preempt else ""))
         conf = _volcano_conf(actions, [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}], tier2)
+    classes = [{"name": "low", "value": 10}, {"name": "high", "value": 1000}] if preempt else []
     return spec.validate({"name": "topology", "horizon": "12h", "cluster": {"pools": pools, "topology": topology},
-                          "queues": queues, "jobs": jobs,
+                          "queues": queues, "priorityClasses": classes, "jobs": jobs,
                           "scheduler": {"policy": "topology", "conf": conf}})
 
 

@@ -123,7 +123,7 @@ def test_hard_gangs_stay_inside_one_allowed_hypernode(scenario):
 @given(topology_scenarios(vary_conf=True))
 def test_engines_agree_with_network_topology(scenario):
     """The numba core simulates network-topology-aware as the reference engine does: hard and soft
-    jobs, the plugin's arguments and extension points, a second queue with reclaim."""
+    jobs, the plugin's arguments and extension points, a second queue with reclaim, preempt."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LabkitWarning)
         assert_same(scenario)
@@ -172,8 +172,9 @@ def test_explain_says_no_hypernode_has_room():
                            "hyperNode rack-1 (tier 1): nvidia.com/gpu: idle 8, future idle 8 < minResources 16"]
 
 
+@pytest.mark.parametrize("engine", ["numba", "reference"])
 @pytest.mark.parametrize("topology", [None, {"mode": "soft", "highestTierAllowed": 1}])
-def test_a_job_with_network_topology_never_preempts(topology):
+def test_a_job_with_network_topology_never_preempts(topology, engine):
     """preempt skips a starving job with networkTopology (v1.15.1: "jobs containing networkTopology do
     not support preemption"), even where the plugin is off and networkTopology places nothing; the
     same job without it evicts the low job's pod above its minAvailable."""
@@ -191,7 +192,7 @@ def test_a_job_with_network_topology_never_preempts(topology):
         "scheduler": {"conf": {"actions": "enqueue, allocate, preempt", "tiers": [
             {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
             {"plugins": [{"name": "predicates"}, {"name": "nodeorder"}]}]}}})
-    result = _run(scenario)
+    result = _run(scenario, engine)
     evicted = _pods(result, "low").evicted.notna().any()
     assert evicted == (topology is None)
 

@@ -249,8 +249,6 @@ def unsupported(compiled: Compiled) -> str | None:
     if np.isfinite(problem.job_time_limit).any():
         return "job time limits"
     kinds = [Plugin(k) for k in policy.plugin_kind]
-    if Action.PREEMPT in policy.actions and (problem.job_topology_tier >= 0).any():
-        return "networkTopology with preempt (such jobs never preempt)"
     for kind in set(kinds):
         if kinds.count(kind) > 1:
             return f"plugin {kind.name.lower()} listed twice"
@@ -375,12 +373,13 @@ def priority_ranks(priorities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank[codes].astype(np.int64), np.asarray(distinct, np.float64)[order]
 
 
-def pass_kinds(arrays: dict, victims: bool) -> np.ndarray:
+def pass_kinds(arrays: dict, victims: bool, topology: np.ndarray) -> np.ndarray:
     """Each job of alike pods numbered by all that preempt and reclaim read of it while none of
     its pods is placed: its queue and priority, and its pods' request shape, predicate class and
     preemption policy; -1 for the other jobs (core_actions.preempt_passes counts by these kinds),
-    and for every job when the policy has neither action (``victims`` False)."""
-    jobs = np.flatnonzero(arrays["j_alike"]) if victims else np.zeros(0, np.int64)
+    among them a job with networkTopology (preempt skips it, ``topology``), and for every job when
+    the policy has neither action (``victims`` False)."""
+    jobs = np.flatnonzero(arrays["j_alike"] & (topology < 0)) if victims else np.zeros(0, np.int64)
     first = arrays["j_lo"][jobs]
     kinds = np.full(len(arrays["j_alike"]), -1, np.int64)
     if len(jobs):
@@ -523,7 +522,8 @@ def static_arrays(c: Compiled) -> dict:
     }
     arrays["j_alike"] = alike_jobs(arrays["j_lo"], arrays["t_shape"], arrays["t_class"], arrays["t_never"],
                                    arrays["t_be"])
-    arrays["j_kind"] = pass_kinds(arrays, bool(np.isin(p.policy.actions, [Action.PREEMPT, Action.RECLAIM]).any()))
+    arrays["j_kind"] = pass_kinds(arrays, bool(np.isin(p.policy.actions, [Action.PREEMPT, Action.RECLAIM]).any()),
+                                  p.job_topology_tier)
     arrays["j_prank"], arrays["prio_of_rank"] = priority_ranks(arrays["j_prio"])
     arrays.update(_queue_arrays(p, total))
     arrays.update(_role_pairs(p))

@@ -1866,7 +1866,7 @@ def preempt_passes(s):
         j = s.candidates[i]
         if kinds and s.jk_in[j]:
             continue
-        if is_pending(session_phase(s, j)) or not job_valid(s, j) or not job_starving(s, j):
+        if is_pending(session_phase(s, j)) or not job_valid(s, j) or not job_starving(s, j) or s.j_topo[j] >= 0:
             continue
         known = job_preempt_passes(s, j)
         if known < 0:
@@ -1881,8 +1881,9 @@ def preempt(s, now):
     committed if the job is then pipelined); then pending tasks of those jobs from running
     lower-priority tasks of their own job. Only the session's candidates can have a pending
     task (a session creates none); any other starving job would enter a heap and leave it with
-    nothing tried. When every try is known to fail, only their passes are made
-    (:func:`preempt_passes`)."""
+    nothing tried. A job with networkTopology never preempts (v1.15.1: "jobs containing
+    networkTopology do not support preemption"). When every try is known to fail, only their passes
+    are made (:func:`preempt_passes`)."""
     start_action(s, PREEMPT)
     scans = preempt_passes(s)
     if scans >= 0:
@@ -1891,7 +1892,7 @@ def preempt(s, now):
     n_queues = 0
     for i in range(s.ints[I_CANDIDATES]):
         j = s.candidates[i]
-        if is_pending(session_phase(s, j)) or not job_valid(s, j) or not job_starving(s, j):
+        if is_pending(session_phase(s, j)) or not job_valid(s, j) or not job_starving(s, j) or s.j_topo[j] >= 0:
             continue
         q = s.j_queue[j]
         if first_sight(s, q):
