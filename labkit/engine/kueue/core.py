@@ -1389,6 +1389,8 @@ def unsupported(compiled) -> str | None:
         return "job status snapshots under Kueue"
     if len(_names(scenario)[0]) > 62:
         return "more than 62 ResourceFlavors"
+    if any(f.topology_name is not None for f in scenario.kueue.resource_flavors):
+        return "Kueue's Topology Aware Scheduling (a ResourceFlavor with topologyName)"
     return None
 
 
