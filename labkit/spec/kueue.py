@@ -292,14 +292,9 @@ def check_topology(k: Kueue | None, node_labels: list[dict[str, str]], jobs: lis
     ``topologyName`` naming a Topology; a ClusterQueue with a TAS flavor preempting nothing (TAS-aware
     preemption is not simulated); a ``topologyRequest`` (on a task of ``jobs``) naming a level of the
     Topology of some TAS flavor its ClusterQueue has (Kueue would leave it pending forever)."""
-    topologies = {t.name: t for t in (k.topologies if k else [])}
     if k is None:
-        for i, job in enumerate(jobs):
-            for n, task in enumerate(job.tasks):
-                if task.topology_request is not None:
-                    raise SpecError(f"jobs[{i}].tasks[{n}].topologyRequest", "Kueue's: needs the kueue objects "
-                                    "(kueue.topologies, a ResourceFlavor with topologyName)")
-        return
+        return  # a topologyRequest without Kueue's objects: another family warns, Kueue refuses the scenario
+    topologies = {t.name: t for t in k.topologies}
     _unique("kueue.topologies", [t.name for t in k.topologies], "Topology")
     present = set().union(*node_labels) if node_labels else set()
     for i, t in enumerate(k.topologies):

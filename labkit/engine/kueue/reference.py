@@ -1323,19 +1323,18 @@ class KueueSession:
         return out
 
     def _topology_nodes(self, placement: TopologyPlacement, on_leaf: dict, fits: np.ndarray) -> tuple[np.ndarray, int]:
-        """Where a pod of a TAS podset may go (the node selector Kueue's ungater gives it): the nodes of
-        the first domain of its assignment that still expects pods and has a node with room; kube-scheduler
-        picks among them. None: (no node, -1)."""
+        """Where a pending pod of a TAS podset may go: the nodes of the first domain of its assignment
+        that holds fewer of its pods than assigned (Kueue's ungater gives the pod that domain's node
+        selector; kube-scheduler picks among the nodes with room, and the pod waits if none has);
+        (the nodes it fits on there, the domain's leaf)."""
         tas = self.tree.tas
         assert tas is not None
         index, flavor, leaves = placement
-        nodes = tas.trees[flavor].leaf_nodes
         for leaf, n in leaves:
             if on_leaf.get((index, leaf), 0) < n:
                 mask = np.zeros_like(fits)
-                mask[nodes[leaf]] = True
-                if (fits & mask).any():
-                    return fits & mask, leaf
+                mask[tas.trees[flavor].leaf_nodes[leaf]] = True
+                return fits & mask, leaf
         return np.zeros_like(fits), -1
 
 
