@@ -5,19 +5,18 @@ what TAS promises (a required podset inside one domain of its level, no node ove
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scenarios import over_committed_nodes
+from scenarios import assert_same, over_committed_nodes
 from test_spec import run_cli
 
 import labkit
 from labkit import spec
-from labkit.errors import LabkitError, LabkitWarning, SpecError
+from labkit.errors import LabkitWarning, SpecError
 from labkit.k8s.export import render
 from labkit.k8s.manifests import manifests
 from labkit.spec import honoured
@@ -32,9 +31,7 @@ def example() -> dict:
 
 
 def run(data: dict) -> labkit.Result:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LabkitWarning)  # the numba core's fallback note
-        return labkit.simulate(spec.validate(data))
+    return labkit.simulate(spec.validate(data))
 
 
 def labels_of(scenario: spec.Scenario) -> dict[str, dict[str, str]]:
@@ -93,13 +90,8 @@ def test_without_a_request_a_tas_only_queue_packs_the_fullest_nodes():
     assert plain.tasks.node.nunique() == 4
 
 
-def test_the_numba_core_leaves_tas_to_the_reference_engine_and_says_so():
-    scenario = spec.load(EXAMPLE)
-    with pytest.warns(LabkitWarning, match="Topology Aware Scheduling"):
-        result = labkit.simulate(scenario)
-    assert result.info["engine"].startswith("reference (the numba core does not simulate Kueue's Topology")
-    with pytest.raises(LabkitError, match="Topology Aware Scheduling"):
-        labkit.simulate(scenario, engine="numba")
+def test_the_example_runs_the_same_on_both_engines():
+    assert_same(spec.load(EXAMPLE))
 
 
 def test_export_writes_the_topology_and_the_podset_annotations():
@@ -151,21 +143,21 @@ def _labelled(data: dict) -> dict:
 
 @pytest.mark.parametrize("data, message", [
     (_edit("jobs.2.tasks.0.topologyRequest", {"required": RACK, "preferred": RACK}),
-     "jobs[2].tasks[0].topologyRequest: give exactly one of required (a level), preferred (a level) or "
-     "unconstrained: true, not required and preferred"),
+     ("jobs[2].tasks[0].topologyRequest: give exactly one of required (a level), preferred (a level) or "
+     "unconstrained: true, not required and preferred")),
     (_edit("jobs.2.tasks.0.topologyRequest", {"required": "topology.labkit.io/block"}),
-     "jobs[2].tasks[0].topologyRequest.required: topology.labkit.io/block is a level of no Topology of "
-     f"ClusterQueue research's flavors ({HOST}, {RACK})"),
+     ("jobs[2].tasks[0].topologyRequest.required: topology.labkit.io/block is a level of no Topology of "
+     f"ClusterQueue research's flavors ({HOST}, {RACK})")),
     (_edit("kueue.resourceFlavors.0.topologyName", "nosuch"),
      "kueue.resourceFlavors[0].topologyName: no Topology named 'nosuch'"),
     (_edit("kueue.topologies.0.levels", [{"nodeLabel": HOST}, {"nodeLabel": RACK}]),
-     "kueue.topologies[0].levels[0].nodeLabel: the kubernetes.io/hostname label can only be used at the lowest "
-     "level of topology"),
+     ("kueue.topologies[0].levels[0].nodeLabel: the kubernetes.io/hostname label can only be used at the lowest "
+     "level of topology")),
     (_edit("kueue.topologies.0.levels", [{"nodeLabel": "zone"}]),
      "kueue.topologies[0].levels[0].nodeLabel: no node has the label zone"),
     (_edit("kueue.clusterQueues.0.preemption", {"withinClusterQueue": "LowerPriority"}),
-     "kueue.clusterQueues[0].preemption: ClusterQueue research has the Topology Aware Scheduling flavor gpu: "
-     "TAS-aware preemption is not simulated (use Never)"),
+     ("kueue.clusterQueues[0].preemption: ClusterQueue research has the Topology Aware Scheduling flavor gpu: "
+     "TAS-aware preemption is not simulated (use Never)")),
     (_labelled(_edit("jobs.2.tasks.0.nodeSelector", {"gpu": "h100"})),
      "jobs[2].tasks[0].nodeSelector: a nodeSelector with a topologyRequest"),
 ])
@@ -233,9 +225,7 @@ def tas_scenarios(draw) -> spec.Scenario:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(tas_scenarios())
 def test_random_tas_scenarios_keep_required_podsets_in_one_domain(scenario):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LabkitWarning)
-        result = labkit.simulate(scenario)
+    result = labkit.simulate(scenario, engine="reference")
     assert over_committed_nodes(result) == []
     labels = labels_of(scenario)
     for job in scenario.jobs:
@@ -243,3 +233,9 @@ def test_random_tas_scenarios_keep_required_podsets_in_one_domain(scenario):
         pods = result.tasks[result.tasks.job == f"default/{job.name}"]
         if request is not None and request.required is not None and len(pods):
             assert len({labels[n][request.required] for n in pods.node}) == 1, (job.name, list(pods.node))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tas_scenarios())
+def test_random_tas_scenarios_run_the_same_on_both_engines(scenario):
+    assert_same(scenario)

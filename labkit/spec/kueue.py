@@ -328,6 +328,11 @@ def check_topology(k: Kueue | None, node_labels: list[dict[str, str]], jobs: lis
     for i, cq in enumerate(k.cluster_queues):
         flavors = [f.name for g in cq.resource_groups for f in g.flavors if f.name in tas]
         levels_of[cq.name] = {key for f in flavors for key in tas[f].keys}
+        groups = [g for g in cq.resource_groups if any(f.name in tas for f in g.flavors)]
+        if len(groups) > 1:
+            raise SpecError(f"kueue.clusterQueues[{i}].resourceGroups", f"ClusterQueue {cq.name} has Topology Aware "
+                            "Scheduling flavors in two resource groups: a podset could get two of them, which Kueue "
+                            "refuses (multiple TAS flavors assigned)")
         p = cq.preemption
         if flavors and (p.within_cluster_queue != "Never" or p.reclaim_within_cohort != "Never"):
             raise SpecError(f"kueue.clusterQueues[{i}].preemption", f"ClusterQueue {cq.name} has the Topology Aware "

@@ -371,20 +371,24 @@ def _assign_topology(tree: Tree, wl: Workload, a: Assignment) -> None:
     """The TAS step of ``FlavorAssigner.Assign``: on a Fit, place each TAS podset on its flavor's
     topology (a podset that does not fit makes the assignment a Preempt, with Kueue's reason); on a
     Preempt, place them as if no TAS workload were admitted (``WithSimulateEmpty``): no fit even then
-    is a NoFit. The podsets of one workload see each other's pods (``assumedUsage``)."""
+    is a NoFit (no flavors, no usage, as any NoFit). The podsets of one workload see each other's pods
+    (``assumedUsage``). A podset given no TAS flavor (it requests nothing) is not placed."""
     tas = tree.tas
     if tas is None or tas.snapshot is None or a.mode == NO_FIT:
         return
-    wanted = [(i, ps, tas.request(wl.cq, ps)) for i, ps in enumerate(wl.podsets)]
-    wanted = [(i, ps, r) for i, ps, r in wanted if r is not None and a.counts[i] > 0]
+    wanted = []
+    for i, ps in enumerate(wl.podsets):
+        request = tas.request(wl.cq, ps)
+        flavor = next((f for f in a.flavors[i].values() if f in tas.trees), None)
+        if request is not None and flavor is not None and a.counts[i] > 0:
+            wanted.append((i, ps, request, flavor))
     if not wanted:
         return
 
     def place(simulate_empty: bool) -> tuple[list[TopologyPlacement], str, str]:
         snapshot, out = tas.snapshot, []
         try:
-            for i, ps, (level, required) in wanted:
-                flavor = next(f for f in a.flavors[i].values() if f in tas.trees)
+            for i, ps, (level, required), flavor in wanted:
                 placement, reason = snapshot.find(flavor, ps.vector, a.counts[i], level, required,
                                                   tas.excluded.get((wl.name, i, flavor)), simulate_empty)
                 if reason:
@@ -404,7 +408,7 @@ def _assign_topology(tree: Tree, wl: Workload, a: Assignment) -> None:
         a.mode = PREEMPT
         a.message = f"couldn't assign flavors to pod set {podset}: {reason}"
     if place(True)[2]:
-        a.mode = NO_FIT
+        a.mode, a.flavors, a.usage = NO_FIT, [], {}
 
 
 # ------------------------------------------------------------------------------- flavor assignment

@@ -31,7 +31,7 @@ HOSTNAME = "kubernetes.io/hostname"
 class Domain:
     """A topology domain (``domain``) and the algorithm's counts for it (``domainState``)."""
 
-    __slots__ = ("values", "children", "leaf", "pods", "slices")
+    __slots__ = ("children", "leaf", "pods", "slices", "values")
 
     def __init__(self, values: tuple[str, ...], leaf: int = -1):
         self.values = values
