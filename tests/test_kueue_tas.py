@@ -57,8 +57,8 @@ def test_a_required_rack_waits_for_one_rack_to_hold_the_whole_podset():
     assert len(finetune) == 3 and len({labels[n][RACK] for n in finetune.node}) == 1
     pending = events[(events.job == "default/finetune") & (events.kind == "Pending")]
     assert list(pending.message.unique()) == [
-        'couldn\'t assign flavors to pod set worker: topology "default" allows to fit only 2 out of 3 pod(s). '
-        'Total nodes: 4; excluded: resource "nvidia.com/gpu": 2']  # gpu-0 and gpu-2 are full
+        ('couldn\'t assign flavors to pod set worker: topology "default" allows to fit only 2 out of 3 pod(s). '
+        'Total nodes: 4; excluded: resource "nvidia.com/gpu": 2')]  # gpu-0 and gpu-2 are full
     admitted = events[(events.job == "default/finetune") & (events.kind == "QuotaReserved")]
     assert list(admitted.time) == [tasks[tasks.job == "default/eval"].end.max()]
     held = tasks[(tasks.start <= 60) & (tasks.end > 60)]["nvidia.com/gpu"].sum()
@@ -241,3 +241,58 @@ def test_random_tas_scenarios_keep_required_podsets_in_one_domain(scenario):
 @given(tas_scenarios())
 def test_random_tas_scenarios_run_the_same_on_both_engines(scenario):
     assert_same(scenario)
+
+
+def _two_pools(taint: bool) -> dict:
+    """Pool a (untainted) and pool b (tainted dedicated=ml when ``taint``), 8 GPUs a node, one rack."""
+    pools = [{"name": "a", "count": 1, "resources": {"nvidia.com/gpu": 8}, "labels": {"kind": "a"}},
+             {"name": "b", "count": 2, "resources": {"nvidia.com/gpu": 8}, "labels": {"kind": "b"}}]
+    if taint:
+        pools[1]["taints"] = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]
+    return {"cluster": {"pools": pools, "topology": {"tiers": [{"name": "rack", "size": 3}]}},
+            "kueue": {"topologies": [{"name": "default", "levels": [{"nodeLabel": RACK}, {"nodeLabel": HOST}]}],
+                      "localQueues": [{"name": "main", "namespace": "default", "clusterQueue": "cq"}]},
+            "scheduler": {"kueue": {}}}
+
+
+def _pending(result: labkit.Result, job: str) -> list[str]:
+    events = result.events
+    return list(events[(events.job == f"default/{job}") & (events.kind == "Pending")].message.unique())
+
+
+def test_an_untolerated_taint_excludes_nodes_as_kueue_counts_them():
+    data = _two_pools(taint=True)
+    data["kueue"]["resourceFlavors"] = [{"name": "gpu", "topologyName": "default"}]
+    data["kueue"]["clusterQueues"] = [{"name": "cq", "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+        {"name": "gpu", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 24}]}]}]}]
+    data["jobs"] = [{"name": "gang", "duration": "1h", "tasks": [
+        {"replicas": 2, "resources": {"nvidia.com/gpu": 8}, "topologyRequest": {"required": RACK}}]}]
+    fast, _ = assert_same(spec.validate(data))
+    assert _pending(fast, "gang") == [('couldn\'t assign flavors to pod set worker: topology "default" allows to fit only '
+                                      '1 out of 2 pod(s). Total nodes: 3; excluded: taint "dedicated=ml:NoSchedule": 2')]
+    data["jobs"][0]["tasks"][0]["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    fast, _ = assert_same(spec.validate(data))
+    assert _pending(fast, "gang") == [] and fast.tasks.start.notna().all()
+
+
+def test_a_flavor_that_does_not_match_the_request_is_skipped_with_kueue_s_reason():
+    """A ClusterQueue with a TAS flavor (pool a) before a plain one (pool b): a podset asking for no
+    topology skips the TAS flavor, a podset asking for one skips the plain flavor."""
+    data = _two_pools(taint=False)
+    data["kueue"]["resourceFlavors"] = [{"name": "tas", "nodeLabels": {"kind": "a"}, "topologyName": "default"},
+                                        {"name": "plain", "nodeLabels": {"kind": "b"}}]
+    data["kueue"]["clusterQueues"] = [{"name": "cq", "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+        {"name": "tas", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]},
+        {"name": "plain", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]}]}]}]
+    data["jobs"] = [
+        {"name": "plain", "duration": "1h", "tasks": [{"resources": {"nvidia.com/gpu": 8}}]},
+        {"name": "placed", "submit": 10, "duration": "1h",
+         "tasks": [{"resources": {"nvidia.com/gpu": 8}, "topologyRequest": {"required": HOST}}]},
+        {"name": "second", "submit": 20, "duration": "1h",
+         "tasks": [{"resources": {"nvidia.com/gpu": 8}, "topologyRequest": {"required": HOST}}]}]
+    fast, _ = assert_same(spec.validate(data))
+    nodes = fast.tasks.groupby("job").node.first()
+    assert nodes["default/plain"].startswith("b-") and nodes["default/placed"] == "a-0"
+    assert _pending(fast, "second") == [
+        ("couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor tas, 8 more "
+        'needed, Flavor "plain" does not support TopologyAwareScheduling')]
