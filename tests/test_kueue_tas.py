@@ -196,24 +196,38 @@ def test_two_tas_flavors_on_the_same_nodes_are_refused():
 @st.composite
 def tas_scenarios(draw) -> spec.Scenario:
     """2-3 racks of 1-3 nodes (8 GPUs) as one TAS flavor with levels rack (and the hostname, or not);
-    a ClusterQueue whose quota is the whole cluster or less; up to 8 jobs of 1-4 pods of 1-8 GPUs,
-    each required, preferred or unconstrained at a level, or asking nothing (the queue is TAS-only)."""
+    a ClusterQueue whose quota is the whole cluster or less; up to 8 jobs of 1-2 tasks of 1-4 pods of
+    1-8 GPUs (some elastic: partial admission), each task required, preferred or unconstrained at a
+    level, or asking nothing (the queue is TAS-only); some jobs in a namespace no LocalQueue serves
+    (kube-scheduler places them, and TAS counts their pods)."""
     racks, size = draw(st.integers(2, 3)), draw(st.integers(1, 3))
     levels = [RACK, HOST] if draw(st.booleans()) else [RACK]
     jobs = []
     for j in range(draw(st.integers(1, 8))):
-        task = {"replicas": draw(st.integers(1, 4)), "resources": {"nvidia.com/gpu": draw(st.integers(1, 8))}}
-        kind = draw(st.sampled_from(["required", "preferred", "unconstrained", None]))
-        if kind == "unconstrained":
-            task["topologyRequest"] = {"unconstrained": True}
-        elif kind is not None:
-            task["topologyRequest"] = {kind: draw(st.sampled_from(levels))}
-        jobs.append({"name": f"j{j}", "submit": draw(st.integers(0, 1800)), "duration": draw(st.integers(60, 7200)),
-                     "tasks": [task]})
+        tasks = []
+        for k in range(draw(st.integers(1, 2))):
+            task = {"name": f"t{k}", "resources": {"nvidia.com/gpu": draw(st.integers(1, 8))}}
+            if draw(st.integers(0, 3)) == 0:
+                task["elastic"] = {"min": 1, "max": draw(st.integers(2, 4))}
+            else:
+                task["replicas"] = draw(st.integers(1, 4))
+            kind = draw(st.sampled_from(["required", "preferred", "unconstrained", None]))
+            if kind == "unconstrained":
+                task["topologyRequest"] = {"unconstrained": True}
+            elif kind is not None:
+                task["topologyRequest"] = {kind: draw(st.sampled_from(levels))}
+            tasks.append(task)
+        unmanaged = draw(st.integers(0, 5)) == 0
+        if unmanaged:
+            for task in tasks:
+                task.pop("topologyRequest", None)
+        jobs.append({"name": f"j{j}", "namespace": "ops" if unmanaged else "default",
+                     "submit": draw(st.integers(0, 1800)), "duration": draw(st.integers(60, 7200)), "tasks": tasks})
     quota = draw(st.integers(8, racks * size * 8))
     return spec.validate({
         "cluster": {"pools": [{"name": "gpu", "count": racks * size, "resources": {"nvidia.com/gpu": 8}}],
                     "topology": {"tiers": [{"name": "rack", "size": size}]}},
+        "tenants": [{"name": "ops"}],
         "kueue": {"topologies": [{"name": "default", "levels": [{"nodeLabel": key} for key in levels]}],
                   "resourceFlavors": [{"name": "gpu", "topologyName": "default"}],
                   "clusterQueues": [{"name": "cq", "queueingStrategy": draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"])),
@@ -231,10 +245,12 @@ def test_random_tas_scenarios_keep_required_podsets_in_one_domain(scenario):
     assert over_committed_nodes(result) == []
     labels = labels_of(scenario)
     for job in scenario.jobs:
-        request = job.tasks[0].topology_request
-        pods = result.tasks[result.tasks.job == f"default/{job.name}"]
-        if request is not None and request.required is not None and len(pods):
-            assert len({labels[n][request.required] for n in pods.node}) == 1, (job.name, list(pods.node))
+        for task in job.tasks:
+            request = task.topology_request
+            pods = result.tasks[(result.tasks.job == f"{job.namespace}/{job.name}") & (result.tasks.role == task.name)]
+            if request is not None and request.required is not None:
+                for _, together in pods.groupby("start"):  # an elastic podset runs its pods in waves
+                    assert len({labels[n][request.required] for n in together.node}) == 1, (job.name, list(pods.node))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
