@@ -2,7 +2,8 @@
 
 A case names its level: ``preemption`` runs ``Preemptor.GetTargets`` for the incoming workload with
 Preempt forced on the named flavors, ``scheduler`` runs one admission cycle over the pending heads,
-``queue`` pops the ClusterQueue heap. Units: cpu in cores, memory in Gi; ``t1 < t2 < t3`` are one
+``queue`` pops the ClusterQueue heap, ``topology`` runs ``findTopologyAssignment`` for one podset on
+the nodes of ``shared_nodes`` (quantities as Kubernetes writes them). Units: cpu in cores, memory in Gi; ``t1 < t2 < t3`` are one
 second apart; named priorities are ``low`` < ``high``.
 
 An inline ClusterQueue without ``preemption`` has the preemption the ClusterQueues of the case's source
@@ -18,9 +19,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from labkit.conformance.outcome import CaseResult, skip_reason
 from labkit.engine.kueue import reference as k
+from labkit.engine.kueue import tas
 from labkit.errors import SpecError
+from labkit.spec.quantity import parse_quantity
 
 GI = 2.0**30
 NAMED_PRIORITY = {"low": -1, "high": 1}
@@ -222,12 +227,37 @@ def _run_queue(case: Mapping) -> list[str]:
     return diffs
 
 
+def _run_topology(case: Mapping, shared_nodes: Mapping, where: str) -> list[str]:
+    """``findTopologyAssignment`` for the case's podset on its node set, as the Topology "default"."""
+    if case["nodes"] not in shared_nodes:
+        raise SpecError(f"{where}.nodes", f"no shared node set named {case['nodes']!r}")
+    nodes = shared_nodes[case["nodes"]]
+    podset = case["podset"]
+    requests = {r: parse_quantity(v) for r, v in podset["requests"].items()} | {"pods": 1.0}
+    names = sorted(set(requests) | {r for n in nodes for r in n["allocatable"]})
+    levels = list(case["levels"])
+    tree = tas.TopologyTree("default", levels, [(i, tuple(n["labels"][key] for key in levels))
+                                                for i, n in enumerate(nodes) if all(key in n["labels"] for key in levels)])
+    capacity = np.array([[parse_quantity(n["allocatable"].get(r, 0)) for r in names] for n in nodes])
+    free = np.array([capacity[members].sum(axis=0) for members in tree.leaf_nodes])
+    request = np.array([requests.get(r, 0.0) for r in names])
+    level = podset.get("required") or podset.get("preferred")
+    placement, reason = tas.find_assignment(tree, free, request, int(podset["count"]), level,
+                                            "required" in podset, names)
+    start = len(levels) - 1 if tree.hostname else 0
+    got = {"assignment": [{"values": list(tree.leaves[leaf].values[start:]), "count": n} for leaf, n in placement],
+           "reason": reason}
+    want = case["expect"]
+    return [f"{key}: {got[key]!r} != expected {want[key]!r}" for key in ("assignment", "reason")
+            if key in want and got[key] != want[key]]
+
+
 def _time(value: Any) -> float:
     """``t1``, ``t2``, ... are one second apart."""
     return float(str(value)[1:]) if value is not None else 0.0
 
 
-def run_case(case: Mapping, shared: Mapping, where: str) -> CaseResult:
+def run_case(case: Mapping, shared: Mapping, where: str, shared_nodes: Mapping | None = None) -> CaseResult:
     case_id = str(case.get("id") or where)
     reason = skip_reason(case)
     if reason:
@@ -236,6 +266,8 @@ def run_case(case: Mapping, shared: Mapping, where: str) -> CaseResult:
     try:
         if level == "queue":
             diffs = _run_queue(case)
+        elif level == "topology":
+            diffs = _run_topology(case, shared_nodes or {}, where)
         else:
             tree = _tree(case, shared, where)
             for wl in _admitted(case.get("admitted"), tree, where):
@@ -246,7 +278,7 @@ def run_case(case: Mapping, shared: Mapping, where: str) -> CaseResult:
             elif level == "scheduler":
                 diffs = _run_scheduler(case, tree, fair)
             else:
-                raise SpecError(f"{where}.level", f"unknown level {level!r} (preemption, scheduler, queue)")
+                raise SpecError(f"{where}.level", f"unknown level {level!r} (preemption, scheduler, queue, topology)")
     except (KeyError, TypeError, ValueError) as err:
         raise SpecError(where, f"malformed case: {err!r}") from None
     return CaseResult(case_id, passed=not diffs, reason="; ".join(diffs))
@@ -255,4 +287,5 @@ def run_case(case: Mapping, shared: Mapping, where: str) -> CaseResult:
 def run_cases(data: Mapping) -> list[CaseResult]:
     """Run every case of a Kueue case file (its YAML data)."""
     shared = data.get("shared_cluster_queues") or {}
-    return [run_case(case, shared, f"cases[{i}]") for i, case in enumerate(data["cases"])]
+    nodes = data.get("shared_nodes") or {}
+    return [run_case(case, shared, f"cases[{i}]", nodes) for i, case in enumerate(data["cases"])]

@@ -27,7 +27,7 @@ from ..spec import Scenario, conf_of, scheduler_of
 from ..spec.base import DEFAULT_MAX_PODS
 from ..spec.checks import simulated_only
 from ..spec.kueue import KueueConfiguration, local_queue
-from ..spec.model import Job, NodePool, PriorityClass, Queue, SchedulerConf, Task, Toleration
+from ..spec.model import TOPOLOGY_LABEL, Job, NodePool, PriorityClass, Queue, SchedulerConf, Task, Toleration
 from ..spec.quantity import parse_duration
 from ..workloads import expand
 
@@ -39,7 +39,7 @@ SUBMIT = "labkit.io/submit"
 """vcjob annotation: how long after the run starts `labkit cluster apply` creates the job (a Go duration)."""
 TIME_SCALE = "labkit.io/time-scale"
 """vcjob annotation: the factor run times and submit offsets were divided by."""
-TOPOLOGY = "topology.labkit.io/"
+TOPOLOGY = TOPOLOGY_LABEL
 """Node label prefix: one label per HyperNode tier, e.g. `topology.labkit.io/rack: rack-3`."""
 PREEMPTABLE = "volcano.sh/preemptable"
 
@@ -59,9 +59,11 @@ APPLY_ORDER = (("v1", "Node"), ("topology.volcano.sh/v1alpha1", "HyperNode"), ("
                ("v1", "ResourceQuota"), ("v1", "LimitRange"), ("scheduling.k8s.io/v1", "PriorityClass"),
                ("scheduling.volcano.sh/v1beta1", "Queue"), ("batch.volcano.sh/v1alpha1", "Job"),
                (KUEUE_API, "ResourceFlavor"), (KUEUE_API, "Cohort"), (KUEUE_API, "ClusterQueue"),
-               (KUEUE_API, "LocalQueue"), ("batch/v1", "Job"), (JOBSET_API, "JobSet"))
+               (KUEUE_API, "LocalQueue"), ("batch/v1", "Job"), (JOBSET_API, "JobSet"), (KUEUE_API, "Topology"))
 """(apiVersion, kind) in apply order: nodes before anything lands on them, the policy before jobs, tenants,
-queues, then jobs; a Kueue lab's flavors and queues before the LocalQueues its jobs name."""
+queues, then jobs; a Kueue lab's flavors and queues before the LocalQueues its jobs name. A Kueue
+Topology comes last (its file number is new, the others keep theirs): until it exists a ClusterQueue
+with a flavor naming it is inactive (TopologyNotFound), and the suspended Jobs wait for it."""
 KINDS = tuple(kind for _, kind in APPLY_ORDER[:9])
 """The kinds of a Volcano lab, in apply order (what `labkit cluster` creates and removes)."""
 
@@ -356,6 +358,10 @@ QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 """Job label naming the LocalQueue (`pkg/controller/constants: QueueLabel`)."""
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 """Job annotation: the fewest pods Kueue may admit the Job with (partial admission)."""
+TOPOLOGY_ANNOTATIONS = {"required": "kueue.x-k8s.io/podset-required-topology",
+                        "preferred": "kueue.x-k8s.io/podset-preferred-topology",
+                        "unconstrained": "kueue.x-k8s.io/podset-unconstrained-topology"}
+"""Pod template annotations of a podset's Topology Aware Scheduling request (`topologyRequest`)."""
 _QUANTITY_KEYS = ("nominalQuota", "borrowingLimit", "lendingLimit", "weight")
 
 
@@ -365,8 +371,8 @@ def kueue_objects(scenario: Scenario, configuration: KueueConfiguration, labels:
     scenario's `kueue` objects, and its jobs as Kueue-managed Jobs (JobSets for several tasks)."""
     objects = [] if configuration == KueueConfiguration() else [kueue_configmap(configuration, labels)]
     kueue = scenario.kueue
-    for kind, items in (("ResourceFlavor", kueue.resource_flavors), ("Cohort", kueue.cohorts),
-                        ("ClusterQueue", kueue.cluster_queues)):
+    for kind, items in (("Topology", kueue.topologies), ("ResourceFlavor", kueue.resource_flavors),
+                        ("Cohort", kueue.cohorts), ("ClusterQueue", kueue.cluster_queues)):
         for item in items:
             spec = _api_fields(item)
             if kind == "ClusterQueue":
@@ -423,6 +429,10 @@ def kueue_job(job: Job, labels: dict[str, str], local_queue_name: str | None, ti
     def job_spec(task: Task) -> dict:
         n = task.replicas_resolved
         template = _pod_template(task, labels, run_time, grace, job.priority_class_name)
+        request = task.topology_request
+        if request is not None:
+            key = "required" if request.required else "preferred" if request.preferred else "unconstrained"
+            template["metadata"]["annotations"][TOPOLOGY_ANNOTATIONS[key]] = request.level or "true"
         return {"parallelism": n, "completions": n, "template": template}
 
     managed = {"suspend": True} if local_queue_name else {}

@@ -77,6 +77,7 @@ def check(scenario: Scenario, policies: Iterable[str]) -> None:
     _check_slurm(scenario)
     kueue.check(scenario.kueue, scenario.scheduler.kueue, {t.ns for t in scenario.tenants} | {"default"},
                 scenario.cluster.pools)
+    kueue.check_topology(scenario.kueue, scenario.cluster.node_labels(), scenario.jobs)
     sched = scenario.scheduler
     if sched.section is None:
         known = sorted(policies)

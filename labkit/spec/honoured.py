@@ -7,7 +7,7 @@ honour under the scenario's policy is dropped without a word.
   no job asks for);
 * warned: the engine ignores the field, as the real scheduler under that policy would (a Slurm
   partition under Volcano, a Volcano Queue under Slurm), or does not simulate it yet where the
-  real one would act on it (Kueue's Topology Aware Scheduling): one `labkit: note:` line per
+  real one would act on it: one `labkit: note:` line per
   reason, naming the first path of each field that sets it
   (`labkit: note: jobs[3].networkTopology: Volcano's; Slurm ignores it`);
 * refused: the field cannot take effect under the family at all: a one-line `SpecError` naming
@@ -92,8 +92,13 @@ _NETWORK_TOPOLOGY = {
     "volcano": H,  # the reference engine keeps a hard gang inside one HyperNode; without the plugin the
     # Volcano family warns, as Volcano ignores it (engine/volcano/reference.py: _topology_notes)
     "kube-scheduler": W("Volcano's; kube-scheduler ignores it"),
-    "kueue": W("Volcano's; Kueue ignores it (its Topology Aware Scheduling is not simulated yet)"),
+    "kueue": W("Volcano's; Kueue ignores it (its Topology Aware Scheduling reads a task's topologyRequest)"),
     "slurm": W("Volcano's; Slurm ignores it"),
+}
+_TOPOLOGY_REQUEST = {
+    "volcano": W("Kueue's (Topology Aware Scheduling); Volcano ignores it (its own is the job's networkTopology)"),
+    "kube-scheduler": W("Kueue's (Topology Aware Scheduling); kube-scheduler ignores it"),
+    "slurm": W("Kueue's (Topology Aware Scheduling); Slurm ignores it"),
 }
 _NODE_EVENTS = _by({"slurm": R("node events: this policy family's engines do not simulate them")})
 """Node events: `cluster.events` and the interruptions a spot pool draws (a Volcano conf without the
@@ -103,7 +108,7 @@ _CHANGES = _only("volcano", R("changes in time: this policy family's engines do 
 _HYPERNODES = {
     "volcano": H,  # HyperNodes for the network-topology-aware plugin (jobs with networkTopology)
     "kube-scheduler": W("Volcano HyperNodes; kube-scheduler ignores them"),
-    "kueue": W("Volcano HyperNodes; Kueue ignores them (its Topology Aware Scheduling is not simulated yet)"),
+    "kueue": H,  # the tiers label the nodes (topology.labkit.io/<tier>), which a Kueue Topology's levels name
     "slurm": W("not simulated under Slurm (topology/tree placement): nodes are chosen as if there were no "
                "switches"),
 }
@@ -177,6 +182,8 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("jobs[].tasks[].", "minAvailable elastic", _by(_GANG)),
     **_rows("jobs[].tasks[].tolerations[].", "key operator value effect", ALL),
     **_rows("jobs[].tasks[].elastic.", "min max", _by(_GANG)),
+    "jobs[].tasks[].topologyRequest": _by(_TOPOLOGY_REQUEST),
+    **_rows("jobs[].tasks[].topologyRequest.", "required preferred unconstrained", _by(_TOPOLOGY_REQUEST)),
     **_rows("jobs[].status.", "phase running", ALL),
     # workloads
     **_rows("workloads[].", "name namespace arrival start end count gpus gpusPerPod gpuResource resources perGpu "

@@ -20,11 +20,32 @@ PreemptionPolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"
 
 
 class ResourceFlavor(Model):
-    """``ResourceFlavor``: the nodes of a kind of hardware, selected by their labels."""
+    """``ResourceFlavor``: the nodes of a kind of hardware, selected by their labels; ``topologyName``
+    makes it a Topology Aware Scheduling flavor over those of its nodes that carry every level's label."""
 
     name: ObjectName
     node_labels: dict[str, str] = Field(default_factory=dict)
     node_taints: list[Taint] = Field(default_factory=list)
+    topology_name: ObjectName | None = None
+
+
+class TopologyLevel(Model):
+    node_label: str = Field(min_length=1, max_length=316)
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+class Topology(Model):
+    """``Topology`` (``kueue.x-k8s.io/v1beta2``): levels of node labels, the largest domain first
+    (e.g. ``topology.labkit.io/block``, ``topology.labkit.io/rack``, ``kubernetes.io/hostname``)."""
+
+    name: ObjectName
+    levels: list[TopologyLevel] = Field(min_length=1, max_length=16)
+
+    @property
+    def keys(self) -> list[str]:
+        return [level.node_label for level in self.levels]
 
 
 class ResourceQuota(Model):
@@ -100,6 +121,7 @@ class Kueue(Model):
     cluster_queues: list[ClusterQueue] = Field(min_length=1)
     cohorts: list[Cohort] = Field(default_factory=list)
     local_queues: list[LocalQueue] = Field(default_factory=list)
+    topologies: list[Topology] = Field(default_factory=list)
 
 
 def local_queue(local_queues: list[LocalQueue], namespace: str, queue: str) -> LocalQueue | None:
@@ -261,3 +283,76 @@ def _check_cycles(cohorts: list[Cohort]) -> None:
             node = parent.get(node)
             if len(path) > len(cohorts) + 1:
                 break
+
+
+def check_topology(k: Kueue | None, node_labels: list[dict[str, str]], jobs: list) -> None:
+    """Raise SpecError for the first Topology Aware Scheduling rule broken: Topology levels unique,
+    ``kubernetes.io/hostname`` only as the lowest (the Topology CRD's CEL rules), each a label some
+    node carries (``node_labels``: the scenario's ``cluster.node_labels()``); a flavor's
+    ``topologyName`` naming a Topology; a ClusterQueue with a TAS flavor preempting nothing (TAS-aware
+    preemption is not simulated); a ``topologyRequest`` (on a task of ``jobs``) naming a level of the
+    Topology of some TAS flavor its ClusterQueue has (Kueue would leave it pending forever)."""
+    if k is None:
+        return  # a topologyRequest without Kueue's objects: another family warns, Kueue refuses the scenario
+    topologies = {t.name: t for t in k.topologies}
+    _unique("kueue.topologies", [t.name for t in k.topologies], "Topology")
+    present = set().union(*node_labels) if node_labels else set()
+    for i, t in enumerate(k.topologies):
+        keys = t.keys
+        for n, key in enumerate(keys):
+            where = f"kueue.topologies[{i}].levels[{n}].nodeLabel"
+            if key in keys[:n]:
+                raise SpecError(where, f"{key} is already a level (levels must be unique)")
+            if key == HOSTNAME and n != len(keys) - 1:
+                raise SpecError(where, "the kubernetes.io/hostname label can only be used at the lowest level of topology")
+            if key not in present:
+                raise SpecError(where, f"no node has the label {key} (a node carries its pool's labels, "
+                                "kubernetes.io/hostname, labkit.io/pool and topology.labkit.io/<tier> per cluster.topology tier)")
+    tas, owner = {}, {}
+    for i, f in enumerate(k.resource_flavors):
+        if f.topology_name is None:
+            continue
+        where = f"kueue.resourceFlavors[{i}].topologyName"
+        if f.topology_name not in topologies:
+            raise SpecError(where, f"no Topology named {f.topology_name!r}")
+        tas[f.name] = topologies[f.topology_name]
+        for labels in node_labels:
+            if all(labels.get(key) == value for key, value in f.node_labels.items()) and \
+                    all(key in labels for key in tas[f.name].keys):
+                node = labels[HOSTNAME]
+                if node in owner:
+                    raise SpecError(where, f"flavors {owner[node]} and {f.name} share the node {node}: Topology "
+                                    "Aware Scheduling over overlapping flavors is not simulated")
+                owner[node] = f.name
+    levels_of: dict[str, set[str]] = {}
+    for i, cq in enumerate(k.cluster_queues):
+        flavors = [f.name for g in cq.resource_groups for f in g.flavors if f.name in tas]
+        levels_of[cq.name] = {key for f in flavors for key in tas[f].keys}
+        groups = [g for g in cq.resource_groups if any(f.name in tas for f in g.flavors)]
+        if len(groups) > 1:
+            raise SpecError(f"kueue.clusterQueues[{i}].resourceGroups", f"ClusterQueue {cq.name} has Topology Aware "
+                            "Scheduling flavors in two resource groups: a podset could get two of them, which Kueue "
+                            "refuses (multiple TAS flavors assigned)")
+        p = cq.preemption
+        if flavors and (p.within_cluster_queue != "Never" or p.reclaim_within_cohort != "Never"):
+            raise SpecError(f"kueue.clusterQueues[{i}].preemption", f"ClusterQueue {cq.name} has the Topology Aware "
+                            "Scheduling flavor " + flavors[0] + ": TAS-aware preemption is not simulated (use Never)")
+    for i, job in enumerate(jobs):
+        lq = local_queue(k.local_queues, job.namespace, job.queue)
+        for n, task in enumerate(job.tasks):
+            request = task.topology_request
+            if request is None:
+                continue
+            where = f"jobs[{i}].tasks[{n}].topologyRequest"
+            if lq is None:
+                raise SpecError(where, f"job {job.name} goes through no LocalQueue, so Kueue does not manage it")
+            levels = levels_of.get(lq.cluster_queue, set())
+            if not levels:
+                raise SpecError(where, f"ClusterQueue {lq.cluster_queue} has no flavor with a topologyName")
+            if request.level is not None and request.level not in levels:
+                raise SpecError(f"{where}.{'required' if request.required else 'preferred'}",
+                                f"{request.level} is a level of no Topology of ClusterQueue {lq.cluster_queue}'s "
+                                "flavors (" + ", ".join(sorted(levels)) + ")")
+            if task.node_selector:
+                raise SpecError(f"jobs[{i}].tasks[{n}].nodeSelector", "a nodeSelector with a topologyRequest: "
+                                "Topology Aware Scheduling on top of a node selector is not simulated")

@@ -197,11 +197,32 @@ class NodeEvent(Model):
 DEFAULT_NOTICE = "2m"
 
 
+TOPOLOGY_LABEL = "topology.labkit.io/"
+"""Node label prefix of the HyperNode tiers: a node of HyperNode `rack-3` carries `topology.labkit.io/rack: rack-3`."""
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
 class Cluster(Model):
     pools: list[NodePool] = Field(min_length=1)
     topology: Topology | None = None
     events: list[NodeEvent] = []
     """Node failures, recoveries, cordons and drains in time (:class:`NodeEvent`)."""
+
+    def node_labels(self) -> list[dict[str, str]]:
+        """Every node's labels, in node order: its pool's `labels`, `kubernetes.io/hostname` (its name),
+        `labkit.io/pool` and, per `topology` tier, `topology.labkit.io/<tier>` (the HyperNode holding it),
+        as `labkit export k8s` labels the nodes; a Kueue Topology's levels name these labels."""
+        names = [name for pool in self.pools for name in pool.node_names()]
+        out = [{**pool.labels, HOSTNAME_LABEL: name, "labkit.io/pool": pool.name}
+               for pool in self.pools for name in pool.node_names()]
+        if self.topology is not None:
+            owner = dict(zip(names, names))  # the HyperNode of the tier below holding each node
+            for tier, groups in zip(self.topology.tiers, self.topology.hypernodes(names)):
+                up = {member: hypernode for hypernode, members in groups for member in members}
+                for labels, name in zip(out, names):
+                    owner[name] = up[owner[name]]
+                    labels[TOPOLOGY_LABEL + tier.name] = owner[name]
+        return out
 
 
 # ---------------------------------------------------------------------------------------- tenants
@@ -303,6 +324,34 @@ class NetworkTopology(Model):
     highest_tier_allowed: int = Field(default=1, ge=0)
 
 
+class TopologyRequest(Model):
+    """Kueue's PodSet `topologyRequest` (the pod template annotations
+    `kueue.x-k8s.io/podset-required-topology`, `podset-preferred-topology`,
+    `podset-unconstrained-topology`): `required`, all pods inside one domain of that level (a node
+    label of the flavor's Topology) or the workload waits; `preferred`, that level, else each level
+    above, else spread; `unconstrained`, anywhere with room. Honoured under Kueue."""
+
+    required: str | None = Field(default=None, min_length=1)
+    preferred: str | None = Field(default=None, min_length=1)
+    unconstrained: bool | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> TopologyRequest:
+        given = [key for key, value in (("required", self.required), ("preferred", self.preferred),
+                                        ("unconstrained", self.unconstrained)) if value is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of required (a level), preferred (a level) or unconstrained: true"
+                             + (f", not {' and '.join(given)}" if given else ""))
+        if self.unconstrained is False:
+            raise ValueError("unconstrained: false is no request; leave topologyRequest out")
+        return self
+
+    @property
+    def level(self) -> str | None:
+        """The level asked for (None: unconstrained)."""
+        return self.required or self.preferred
+
+
 Factor = Annotated[float, Field(gt=0, le=1000)]
 """A positive rate factor (a speed, a placement slowdown, a throughput)."""
 
@@ -376,6 +425,8 @@ class Task(Model):
     node_selector: dict[str, str] = {}
     tolerations: list[Toleration] = []
     elastic: Elastic | None = None
+    topology_request: TopologyRequest | None = None
+    """Kueue Topology Aware Scheduling for this task's pods (:class:`TopologyRequest`)."""
 
     @model_validator(mode="after")
     def _counts(self) -> Task:

@@ -87,7 +87,9 @@ from .reference import (
     Cohort,
     build_tree,
     format_quantity,
+    topology_aware,
 )
+from .tas import taint_exclusion
 
 # -------------------------------------------------------------------------------- codes
 
@@ -116,9 +118,15 @@ STRATEGIES = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
 """Fair-sharing preemption strategies as codes (``s.kr_strategies``, -1 pads)."""
 R_ENABLE, R_TIMEOUT, R_BLOCK, R_EVICTION_TIMESTAMP, R_LIMIT, R_BASE, R_MAX = range(7)
 """Slots of ``s.kr_arg``: waitForPodsReady (backoffLimitCount -1 = unset)."""
-PART_CAPACITY, PART_UNUSED = range(2)
+PART_CAPACITY, PART_UNUSED, PART_TAS, PART_TAS_RESOURCE, PART_TAS_TAINT, PART_TAS_FLAVOR = range(6)
 """Reasons a flavor does not fit (rows of ``s.km_part``): over the maximum capacity, or short of
-unused quota."""
+unused quota; a podset's topology does not hold it (flavor, pods that fit or -2 for no domain at the
+level; values: pods asked, leaves, the level), with the leaves excluded for a resource (resource,
+count) or a taint (taint, count); a flavor that does not match the podset's TAS request (flavor, what)."""
+TAS_SUPPORTS_ONLY, TAS_NOT_SUPPORTED, TAS_NO_LEVEL = range(1, 4)
+"""``_tas_mismatch``'s answers (0: the flavor matches)."""
+TK_NONE, TK_REQUIRED, TK_PREFERRED, TK_UNCONSTRAINED = range(4)
+"""A podset's TAS request (``ps_tkind``); a TAS-only ClusterQueue's podsets without one are unconstrained."""
 H_KIND, H_PODSET, H_LO, H_HI, H_X = range(5)
 """Columns of ``s.km_head`` and ``s.e_msg``: message code, podset, reasons range, and a resource
 (MSG_UNAVAILABLE) or the admitted flavors as a bit mask (MSG_QUOTA_RESERVED)."""
@@ -131,6 +139,12 @@ KUEUE_STATIC = (
     "kq_group", "kg_lo", "kg_flavors", "kw_cq", "kw_uid", "kw_ps_lo", "ps_count", "ps_min", "ps_req_lo",
     "ps_req_r", "ps_req_v", "t_podset", "kf_nodes", "kr_arg", "kq_within", "kq_reclaim", "kq_threshold",
     "kq_root", "kq_has_quota", "kq_weight", "kr_fair", "kr_strategies", "kr_default",
+    # Topology Aware Scheduling: each TAS flavor's levels (global level numbers), each level's domains
+    # in the order of their level values, each domain's children (a range of the level below) and leaf,
+    # each leaf's nodes, each flavor's node -> leaf; the podsets' requests, the exclusion of a node
+    # for a pod class (an untolerated taint), the resources' alphabetical ranks
+    "kr_tas", "tf_lvl_lo", "tf_leaf_lo", "tf_host", "tf_name", "tl_dom_lo", "td_kid_lo", "td_kid_hi", "td_leaf",
+    "tv_node_lo", "tv_nodes", "tn_leaf", "ps_tkind", "ps_tlevel", "ps_task", "tx_taint", "r_rank",
 )
 B, I, F, I8 = np.bool_, np.int64, np.float64, np.int8
 KUEUE_MUTABLE = {
@@ -162,6 +176,14 @@ KUEUE_MUTABLE = {
     "e_has": ("C+2 Fl Rk", False, B), "e_flav": ("C+2 Mx Rk", -1, I), "e_counts": ("C+2 Mx", 0, I),
     "e_msg": ("C+2 5", 0, I), "e_order": ("C", 0, I), "k_free": ("N R", 0, F), "k_placed": ("Mx", 0, I),
     "k_binds": ("T 2", 0, I), "k_evicts": ("2*T+1 3", 0, I), "k_phase": ("J", 0, I8), "k_live": ("J", 0, I),
+    # Topology Aware Scheduling: the domains' counts and three domain lists, the leaves' capacity (free,
+    # with no TAS workload, assumed by the workload being placed), the exclusion counts, each entry's
+    # and each admitted podset's assignment (pods per leaf, its flavor), a job's pods per leaf
+    "td_pods": ("D", 0, I), "td_slices": ("D", 0, I), "k_da": ("D", 0, I), "k_db": ("D", 0, I), "k_dc": ("D", 0, I),
+    "tv_free": ("Lv R", 0, F), "tv_empty": ("Lv R", 0, F), "tv_assumed": ("Lv R", 0, F), "tv_cap": ("R", 0, F),
+    "ks_res": ("R", 0, I), "ks_taint": ("Xt", 0, I),
+    "e_tas": ("C+2 Mx Lv", 0, I), "e_tasf": ("C+2 Mx", -1, I), "kw_tas": ("Ps Lv", 0, I), "kw_tasf": ("Ps", -1, I),
+    "k_onleaf": ("Mx Lv", 0, I),
 }
 """The Kueue run's own mutable arrays (shapes in the sizes of :func:`_kueue_mutable`)."""
 KueueFields = namedtuple("KueueFields", CoreFields._fields + KUEUE_STATIC + tuple(KUEUE_MUTABLE))
@@ -768,6 +790,12 @@ def assign_counts(s, slot):
             best_mode, best_borrow, best_flavor = -1, 0, -1
             for x in range(s.kg_lo[g], s.kg_lo[g + 1]):
                 f = s.kg_flavors[x]
+                mismatch = tas_mismatch(s, ps, f) if s.kr_tas else 0
+                if mismatch:
+                    add_part(s, PART_TAS_FLAVOR, f, mismatch, 0.0, 0.0, 0.0)
+                    if best_mode < 0:
+                        best_mode, best_borrow, best_flavor = NO_FIT, 0, f
+                    continue
                 mode, borrow = FIT, 0
                 for k2 in range(lo, hi):
                     r = s.ps_req_r[k2]
@@ -808,10 +836,383 @@ def no_fit(s, slot):
     s.e_has[slot] = False
     s.e_flav[slot] = -1
 
+# -------------------------------------------------------------------------------- Topology Aware Scheduling
+
+
+@jit
+def tas_mismatch(s, ps, f):
+    """``_tas_mismatch``: why flavor ``f`` cannot take podset ``ps`` (0: it can)."""
+    tas = s.tf_lvl_lo[f + 1] > s.tf_lvl_lo[f]
+    if s.ps_tkind[ps] == TK_NONE:
+        return TAS_SUPPORTS_ONLY if tas else 0
+    if not tas:
+        return TAS_NOT_SUPPORTED
+    if s.ps_tlevel[ps, f] < 0:
+        return TAS_NO_LEVEL
+    return 0
+
+
+@jit
+def tas_count_in(s, req, cap):
+    """``tas.count_in``: (pods of ``req`` that fit in ``cap``, the limiting resource or -1)."""
+    best, limiting = -1, -1
+    for r in range(req.size):
+        if req[r] > 0:
+            n = max(0, int(cap[r] / req[r] + 1e-9))  # truncation: as floor once clamped at 0
+            if best < 0 or n < best or (n == best and s.r_rank[r] < s.r_rank[limiting]):
+                best, limiting = n, r
+    if best < 0:
+        return 0, -1
+    return best, limiting
+
+
+@jit
+def tas_fill(s, f, ps, empty):
+    """Phase 1 of ``find_assignment``: each leaf's pods (capacity less the assumed usage; an excluded
+    node none), summed up the levels; the exclusions counted in ``s.ks_res`` / ``s.ks_taint``."""
+    base = s.tv_empty if empty else s.tv_free
+    t = s.ps_task[ps]
+    req, cls, cap = s.t_req[t], s.t_class[t], s.tv_cap
+    s.ks_res[:] = 0
+    s.ks_taint[:] = 0
+    leaf_level = s.tf_lvl_lo[f + 1] - 1
+    for d in range(s.tl_dom_lo[leaf_level], s.tl_dom_lo[leaf_level + 1]):
+        v = s.td_leaf[d]
+        x = s.tx_taint[cls, s.tv_nodes[s.tv_node_lo[v]]] if s.tf_host[f] else -1
+        if x >= 0:
+            s.ks_taint[x] += 1
+            s.td_pods[d] = 0
+            s.td_slices[d] = 0
+            continue
+        for r in range(cap.size):
+            cap[r] = base[v, r] - s.tv_assumed[v, r]
+        n, limiting = tas_count_in(s, req, cap)
+        s.td_pods[d] = n
+        s.td_slices[d] = n
+        if n == 0 and limiting >= 0:
+            s.ks_res[limiting] += 1
+    for g in range(leaf_level - 1, s.tf_lvl_lo[f] - 1, -1):
+        for d in range(s.tl_dom_lo[g], s.tl_dom_lo[g + 1]):
+            total = 0
+            for c in range(s.td_kid_lo[d], s.td_kid_hi[d]):
+                total += s.td_pods[c]
+            s.td_pods[d] = total
+            s.td_slices[d] = total
+
+
+@jit
+def tas_before(s, a, b, unconstrained):
+    """``_sorted``'s order: BestFit slices descending (LeastFreeCapacity ascending), pods ascending,
+    then level values (the domain numbers follow them)."""
+    sa, sb = s.td_slices[a], s.td_slices[b]
+    if sa != sb:
+        return sa < sb if unconstrained else sa > sb
+    if s.td_pods[a] != s.td_pods[b]:
+        return s.td_pods[a] < s.td_pods[b]
+    return a < b
+
+
+@jit
+def tas_sort(s, buf, n, unconstrained):
+    for i in range(1, n):
+        d, k = buf[i], i
+        while k > 0 and tas_before(s, d, buf[k - 1], unconstrained):
+            buf[k] = buf[k - 1]
+            k -= 1
+        buf[k] = d
+
+
+@jit
+def tas_best_fit(s, buf, lo, n, needed):
+    """``_best_fit`` over ``buf[lo:n]``."""
+    best, fewest = buf[lo], -1
+    for k in range(lo, n):
+        d = buf[k]
+        if s.td_slices[d] >= needed and (fewest < 0 or s.td_slices[d] < fewest):
+            best, fewest = d, s.td_slices[d]
+    return best
+
+
+@jit
+def tas_to_minimum(s, src, n, count, unconstrained, dst):
+    """``_to_minimum`` of ``src[:n]`` into ``dst``; the domains taken."""
+    remaining, m = count, 0
+    for i in range(n):
+        d = src[i]
+        if not unconstrained and s.td_slices[d] >= remaining:
+            d = tas_best_fit(s, src, i, n, remaining)
+        dst[m] = d
+        m += 1
+        if s.td_slices[d] >= remaining:
+            s.td_pods[d] = remaining
+            s.td_slices[d] = remaining
+            return m
+        s.td_pods[d] = s.td_slices[d]
+        remaining -= s.td_slices[d]
+    return m
+
+
+@jit
+def tas_find_level(s, f, g, count, required, unconstrained):
+    """``find_level`` from global level ``g`` up; the fitting domains in ``s.k_db``: (level, how many,
+    -1) or, when the podset does not fit, (level, 0, pods that fit; -2: no domain at the level)."""
+    buf, out = s.k_da, s.k_db
+    while True:
+        lo, hi = s.tl_dom_lo[g], s.tl_dom_lo[g + 1]
+        n = hi - lo
+        if n == 0:
+            return g, 0, -2
+        for i in range(n):
+            buf[i] = lo + i
+        tas_sort(s, buf, n, unconstrained)
+        top = buf[0]
+        if not unconstrained and s.td_slices[top] >= count:
+            top = tas_best_fit(s, buf, 0, n, count)
+        if unconstrained:
+            for i in range(n):
+                if s.td_slices[buf[i]] >= count:
+                    out[0] = buf[i]
+                    return g, 1, -1
+        if s.td_slices[top] >= count:
+            out[0] = top
+            return g, 1, -1
+        if required:
+            return g, 0, s.td_slices[top]
+        if g > s.tf_lvl_lo[f] and not unconstrained:
+            g -= 1
+            continue
+        m, remaining = 0, count
+        for i in range(n):
+            if remaining <= 0:
+                break
+            d = buf[i]
+            if not unconstrained and s.td_slices[d] >= remaining:
+                d = tas_best_fit(s, buf, i, n, remaining)
+            out[m] = d
+            m += 1
+            remaining -= s.td_slices[d]
+        if remaining > 0:
+            return g, 0, count - remaining
+        return g, m, -1
+
+
+@jit
+def tas_place(s, slot, i, f, ps, count, empty, record):
+    """``find_assignment`` for podset ``i`` of the entry on flavor ``f``: its pods per leaf in
+    ``s.e_tas[slot, i]``; False when it does not fit (``record``: with Kueue's reason as the entry's
+    message)."""
+    kind = s.ps_tkind[ps]
+    unconstrained = kind == TK_UNCONSTRAINED
+    tas_fill(s, f, ps, empty)
+    g, m, fit = tas_find_level(s, f, s.ps_tlevel[ps, f], count, kind == TK_REQUIRED, unconstrained)
+    if fit != -1:
+        if record:
+            k0 = s.k_ints[K_PARTS]
+            leaves = s.tf_leaf_lo[f + 1] - s.tf_leaf_lo[f]
+            add_part(s, PART_TAS, f, fit, float(count), float(leaves), float(g))
+            for r in range(s.ks_res.size):
+                if s.ks_res[r] > 0:
+                    add_part(s, PART_TAS_RESOURCE, r, s.ks_res[r], 0.0, 0.0, 0.0)
+            for x in range(s.ks_taint.size):
+                if s.ks_taint[x] > 0:
+                    add_part(s, PART_TAS_TAINT, x, s.ks_taint[x], 0.0, 0.0, 0.0)
+            set_message(s, slot, MSG_REASONS, ps, k0, s.k_ints[K_PARTS], 0)
+        return False
+    m = tas_to_minimum(s, s.k_db, m, count, unconstrained, s.k_dc)
+    while g < s.tf_lvl_lo[f + 1] - 1:
+        n = 0
+        for k in range(m):
+            d = s.k_dc[k]
+            for c in range(s.td_kid_lo[d], s.td_kid_hi[d]):
+                s.k_da[n] = c
+                n += 1
+        tas_sort(s, s.k_da, n, unconstrained)
+        m = tas_to_minimum(s, s.k_da, n, count, unconstrained, s.k_dc)
+        g += 1
+    s.e_tas[slot, i, :] = 0
+    for k in range(m):
+        d = s.k_dc[k]
+        if s.td_pods[d] > 0:
+            s.e_tas[slot, i, s.td_leaf[d]] = s.td_pods[d]
+    s.e_tasf[slot, i] = f
+    return True
+
+
+@jit
+def tas_add(s, book, placement, f, req, sign):
+    """``Snapshot.add``: ``placement``'s pods of ``req`` off ``book`` (sign -1: back on)."""
+    for v in range(s.tf_leaf_lo[f], s.tf_leaf_lo[f + 1]):
+        n = placement[v]
+        if n > 0:
+            for r in range(req.size):
+                book[v, r] -= sign * n * req[r]
+
+
+@jit
+def tas_flavor(s, slot, i):
+    """The TAS flavor the entry's podset ``i`` was given, or -1."""
+    for r in range(s.e_flav.shape[2]):
+        f = s.e_flav[slot, i, r]
+        if f >= 0 and s.tf_lvl_lo[f + 1] > s.tf_lvl_lo[f]:
+            return f
+    return -1
+
+
+@jit
+def tas_try(s, slot, empty, record):
+    """``_assign_topology``'s ``place``: each TAS podset in turn, each seeing the ones before it
+    (assumed usage, taken back after); True if all fit."""
+    j = s.e_job[slot]
+    lo, n_ps = s.kw_ps_lo[j], s.kw_ps_lo[j + 1] - s.kw_ps_lo[j]
+    s.e_tasf[slot, :] = -1
+    ok = True
+    for i in range(n_ps):
+        ps = lo + i
+        f = tas_flavor(s, slot, i)
+        if s.ps_tkind[ps] == TK_NONE or f < 0 or s.e_counts[slot, i] <= 0:
+            continue
+        if not tas_place(s, slot, i, f, ps, s.e_counts[slot, i], empty, record):
+            ok = False
+            break
+        tas_add(s, s.tv_assumed, s.e_tas[slot, i], f, s.t_req[s.ps_task[ps]], 1.0)
+    for i in range(n_ps):
+        f = s.e_tasf[slot, i]
+        if f >= 0:
+            tas_add(s, s.tv_assumed, s.e_tas[slot, i], f, s.t_req[s.ps_task[lo + i]], -1.0)
+    return ok
+
+
+@jit
+def tas_assign(s, slot):
+    """``_assign_topology``: a Fit places the TAS podsets or becomes a Preempt with Kueue's reason; a
+    Preempt that does not fit on an empty topology either is a NoFit."""
+    s.e_tasf[slot, :] = -1
+    if s.e_mode[slot] == NO_FIT:
+        return
+    j = s.e_job[slot]
+    wanted = False
+    for i in range(s.kw_ps_lo[j + 1] - s.kw_ps_lo[j]):
+        ps = s.kw_ps_lo[j] + i
+        wanted = wanted or (s.ps_tkind[ps] != TK_NONE and s.e_counts[slot, i] > 0 and tas_flavor(s, slot, i) >= 0)
+    if not wanted:
+        return
+    if s.e_mode[slot] == FIT:
+        if tas_try(s, slot, False, True):
+            return
+        s.e_mode[slot] = PREEMPT
+    if not tas_try(s, slot, True, False):
+        no_fit(s, slot)
+    s.e_tasf[slot, :] = -1
+
+
+@jit
+def tas_fits_again(s, e):
+    """``_topology_fits``: the Fit entry's assignment still fits the leaves, else it is computed again
+    and only a Fit again goes on (True)."""
+    j = s.e_job[e]
+    ok = True
+    for i in range(s.kw_ps_lo[j + 1] - s.kw_ps_lo[j]):
+        f = s.e_tasf[e, i]
+        if f < 0:
+            continue
+        req = s.t_req[s.ps_task[s.kw_ps_lo[j] + i]]
+        for v in range(s.tf_leaf_lo[f], s.tf_leaf_lo[f + 1]):
+            if s.e_tas[e, i, v] > 0 and tas_count_in(s, req, s.tv_free[v])[0] < s.e_tas[e, i, v]:
+                ok = False
+    if ok:
+        return True
+    assign_flavors(s, e)
+    return s.e_mode[e] == FIT
+
+
+@jit
+def tas_take(s, slot):
+    """An admitted entry's topology assignment becomes its podsets' and leaves the leaves' free capacity."""
+    j = s.e_job[slot]
+    lo = s.kw_ps_lo[j]
+    for i in range(s.kw_ps_lo[j + 1] - lo):
+        f = s.e_tasf[slot, i]
+        s.kw_tasf[lo + i] = f
+        if f >= 0:
+            s.kw_tas[lo + i] = s.e_tas[slot, i]
+            tas_add(s, s.tv_free, s.e_tas[slot, i], f, s.t_req[s.ps_task[lo + i]], 1.0)
+
+
+@jit
+def tas_snapshot(s):
+    """``KueueSession._tas_snapshot``: each leaf's allocatable less the pods of workloads without a
+    topology assignment, then less the admitted TAS workloads' assignments."""
+    used = s.k_free
+    used[:, :] = s.n_used
+    n = s.k_ints[K_ADMITTED]
+    for a in range(n):
+        j = s.k_adm[a]
+        if not job_has_tas(s, j):
+            continue
+        for t in range(s.j_lo[j], s.j_lo[j + 1]):
+            if holds(s.status[t]):
+                for r in range(used.shape[1]):
+                    used[s.node[t], r] -= s.t_req[t, r]
+    for v in range(s.tv_empty.shape[0]):
+        for k in range(s.tv_node_lo[v], s.tv_node_lo[v + 1]):
+            node = s.tv_nodes[k]
+            for r in range(used.shape[1]):
+                free = s.node_alloc[node, r] - used[node, r]
+                s.tv_empty[v, r] = free if k == s.tv_node_lo[v] else s.tv_empty[v, r] + free
+    s.tv_free[:, :] = s.tv_empty
+    s.tv_assumed[:, :] = 0.0
+    for a in range(n):
+        j = s.k_adm[a]
+        for ps in range(s.kw_ps_lo[j], s.kw_ps_lo[j + 1]):
+            if s.kw_tasf[ps] >= 0:
+                tas_add(s, s.tv_free, s.kw_tas[ps], s.kw_tasf[ps], s.t_req[s.ps_task[ps]], 1.0)
+
+
+@jit
+def job_has_tas(s, j):
+    for ps in range(s.kw_ps_lo[j], s.kw_ps_lo[j + 1]):
+        if s.kw_tasf[ps] >= 0:
+            return True
+    return False
+
+
+@jit
+def tas_on_leaves(s, j):
+    """The pods of each TAS podset of the job holding a node, per leaf (``_on_leaves``); False when
+    the job has no topology assignment."""
+    if not job_has_tas(s, j):
+        return False
+    lo = s.kw_ps_lo[j]
+    for ps in range(lo, s.kw_ps_lo[j + 1]):
+        f = s.kw_tasf[ps]
+        if f >= 0:
+            s.k_onleaf[ps - lo, s.tf_leaf_lo[f]:s.tf_leaf_lo[f + 1]] = 0
+    for t in range(s.j_lo[j], s.j_lo[j + 1]):
+        ps = lo + s.t_podset[t]
+        f = s.kw_tasf[ps]
+        if f >= 0 and holds(s.status[t]):
+            v = s.tn_leaf[f, s.node[t]]
+            if v >= 0:
+                s.k_onleaf[ps - lo, v] += 1
+    return True
+
+
+@jit
+def tas_target(s, ps, i):
+    """``_topology_nodes``: the first leaf of the podset's assignment holding fewer of its pods than
+    assigned, or -1."""
+    f = s.kw_tasf[ps]
+    for v in range(s.tf_leaf_lo[f], s.tf_leaf_lo[f + 1]):
+        if s.kw_tas[ps, v] > 0 and s.k_onleaf[i, v] < s.kw_tas[ps, v]:
+            return v
+    return -1
+
 
 @jit
 def copy_entry(s, src, dst):
     s.e_job[dst], s.e_mode[dst], s.e_borrow[dst] = s.e_job[src], s.e_mode[src], s.e_borrow[src]
+    s.e_tas[dst] = s.e_tas[src]
+    s.e_tasf[dst] = s.e_tasf[src]
     s.e_use[dst] = s.e_use[src]
     s.e_has[dst] = s.e_has[src]
     s.e_flav[dst] = s.e_flav[src]
@@ -825,15 +1226,20 @@ def attempt(s, slot):
     """One assignment with the entry's counts and, for a Preempt, its targets (kept in the
     cycle's target buffer); True if it fits or has targets."""
     assign_counts(s, slot)
+    if s.kr_tas:
+        tas_assign(s, slot)
     s.e_tg[slot, 0], s.e_tg[slot, 1] = s.k_ints[K_TARGETS], 0
     if s.e_mode[slot] != PREEMPT:
         return s.e_mode[slot] == FIT
     j = s.e_job[slot]
     cq = s.kw_cq[j]
+    needed = False
     for f in range(s.kt_need.shape[0]):
         for r in range(s.kt_need.shape[1]):
             s.kt_need[f, r] = s.e_has[slot, f, r] and s.e_use[slot, f, r] > available(s, cq, f, r)
-    n = get_targets(s, j, cq, s.e_use[slot], s.e_has[slot], s.kt_need, s.kr_strategies)
+            needed = needed or s.kt_need[f, r]
+    # a Preempt made by TAS alone needs no quota back: no targets (``get_targets`` of nothing)
+    n = get_targets(s, j, cq, s.e_use[slot], s.e_has[slot], s.kt_need, s.kr_strategies) if needed else 0
     s.e_tg[slot, 1] = n
     s.k_ints[K_TARGETS] += n
     return n > 0
@@ -972,6 +1378,8 @@ def admit(s, now, slot):
             if s.e_flav[slot, i, r] >= 0:
                 mask |= 1 << s.e_flav[slot, i, r]
     s.kw_admitted[j], s.kw_evicted[j], s.kw_at[j], s.kw_requeue_at[j] = True, False, now, -math.inf
+    if s.kr_tas:
+        tas_take(s, slot)
     add_usage(s, s.kw_cq[j], j, 1)
     s.k_adm[s.k_ints[K_ADMITTED]] = j
     s.k_ints[K_ADMITTED] += 1
@@ -1061,9 +1469,11 @@ def process(s, now, e, cycle):
     cq = s.kw_cq[j]
     if s.e_mode[e] == FIT:
         if workload_fits(s, cq, s.e_use[e], s.e_has[e], True):
-            admit(s, now, e)
-            return
-        set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
+            if not s.kr_tas or tas_fits_again(s, e):
+                admit(s, now, e)
+                return
+        else:
+            set_message(s, e, MSG_NO_LONGER_FITS, 0, 0, 0, 0)
     elif s.e_mode[e] == PREEMPT and s.e_tg[e, 1] > 0:
         lo, hi = s.e_tg[e, 0], s.e_tg[e, 0] + s.e_tg[e, 1]
         taken = False
@@ -1239,14 +1649,18 @@ def row_mean(x):
 
 
 @jit
-def least_allocated(s, t, j, i):
+def least_allocated(s, t, j, i, leaf):
     """``_bind``'s node for pod ``t`` of podset ``i`` (-1 for a job Kueue does not manage):
-    a schedulable node of the podset's flavors where it fits, the most free on average."""
+    a schedulable node of the podset's flavors where it fits, the most free on average; a pod of a
+    TAS podset only on the nodes of its domain ``leaf`` (-1: any)."""
     free, alloc, req = s.k_free, s.node_alloc, s.t_req[t]
     share = s.vec[0]
     best, best_score = -1, -math.inf
+    f_tas = s.kw_tasf[s.kw_ps_lo[j] + i] if leaf >= 0 else -1
     for n in range(alloc.shape[0]):
         if not (s.class_ok[s.t_class[t], n] and s.node_sched[n]):
+            continue
+        if f_tas >= 0 and s.tn_leaf[f_tas, n] != leaf:
             continue
         if i >= 0:
             ok = True
@@ -1285,19 +1699,27 @@ def place(s, n_live):
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             if holds(s.status[t]):
                 s.k_placed[s.t_podset[t]] += 1
+        tas = managed and s.kr_tas and tas_on_leaves(s, j)
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
             if s.status[t] != PENDING:
                 continue
             i = s.t_podset[t] if managed else -1
             if managed and s.k_placed[i] >= s.kw_count[lo + i]:
                 continue
-            n = least_allocated(s, t, j, i)
+            leaf = -1
+            if tas and s.kw_tasf[lo + i] >= 0:
+                leaf = tas_target(s, lo + i, i)
+                if leaf < 0:
+                    continue
+            n = least_allocated(s, t, j, i, leaf)
             if n < 0:
                 continue
             for r in range(s.k_free.shape[1]):
                 s.k_free[n, r] -= s.t_req[t, r]
             if managed:
                 s.k_placed[i] += 1
+            if leaf >= 0:
+                s.k_onleaf[i, leaf] += 1
             s.k_binds[n_binds, 0], s.k_binds[n_binds, 1] = t, n
             n_binds += 1
     return n_binds
@@ -1321,6 +1743,8 @@ def session_once(s, now):
     release(s, now)
     s.k_ints[K_EVICTS] = 0
     waiting = pods_ready(s, now)
+    if s.kr_tas:
+        tas_snapshot(s)
     s.k_blocked[:] = False
     while s.ints[I_OVERFLOW] == 0 and not (waiting and s.kr_arg[R_BLOCK]):
         n = heads(s, now, n_live)
@@ -1468,7 +1892,9 @@ def kueue_arrays(c) -> dict:
         role = p.role_names[p.task_role[t]]
         t_podset[t] = next(i for i, ps in enumerate(podsets[ps_lo[j]:ps_lo[j + 1]]) if ps[1] == role)
     requests = [req for ps in podsets for req in ps[4]]
-    return {
+    tas, _ = _tas_tables(c, flavors)
+    tas |= _tas_podsets(c, tas, flavors, podsets, cq_of, t_podset, ps_lo)
+    return tas | {
         "kq_parent": np.array([index[id(n.parent)] if n.parent is not None else -1 for n in nodes], np.int64),
         "kq_post_lo": np.array(post_lo, np.int64), "kq_post": np.array(post, np.int64),
         "kq_kid_lo": np.concatenate([[0], np.cumsum([len(k) for k in kids])]).astype(np.int64),
@@ -1503,6 +1929,107 @@ def kueue_arrays(c) -> dict:
     }
 
 
+def _tas_tables(c, flavors: list[str]) -> tuple[dict, tuple[list[str], list[str], list[str]]]:
+    """The TAS arrays of :data:`KUEUE_STATIC` that do not depend on the podsets, and the names the
+    messages read: each flavor's Topology, each global level's label, each taint exclusion's text.
+    Each TAS flavor's domains are numbered level by level in the order of their level values (from
+    the reference engine's trees, ``topology_aware``), so domain numbers break ties as values do."""
+    scenario, p = c.scenario, c.problem
+    tas = topology_aware(scenario, {})
+    n_fl = max(len(flavors), 1)
+    lvl_lo, leaf_lo, dom_lo, kid_lo, kid_hi, leaf_of, node_lo, nodes = [0], [0], [0], [], [], [], [0], []
+    host, name_of, topologies, levels = np.zeros(n_fl, bool), np.full(n_fl, -1, np.int64), [], []
+    node_leaf = np.full((n_fl, p.n_nodes), -1, np.int64)
+    for fi in range(n_fl):
+        tree = tas.trees.get(flavors[fi]) if tas is not None and fi < len(flavors) else None
+        if tree is not None:
+            host[fi] = tree.hostname
+            if tree.name not in topologies:
+                topologies.append(tree.name)
+            name_of[fi] = topologies.index(tree.name)
+            ordered = [sorted(level.values(), key=lambda d: d.values) for level in tree.per_level]
+            number = {id(d): len(kid_lo) + sum(map(len, ordered[:k])) + i
+                      for k, level in enumerate(ordered) for i, d in enumerate(level)}
+            for k, level in enumerate(ordered):
+                levels.append(tree.levels[k])
+                dom_lo.append(dom_lo[-1] + len(level))
+                for d in level:
+                    kids = sorted(number[id(ch)] for ch in d.children)
+                    kid_lo.append(kids[0] if kids else 0)
+                    kid_hi.append(kids[-1] + 1 if kids else 0)
+                    if k == len(ordered) - 1:
+                        leaf_of.append(len(node_lo) - 1)
+                        members = tree.leaf_nodes[d.leaf]
+                        nodes += members
+                        node_lo.append(len(nodes))
+                        node_leaf[fi, members] = leaf_of[-1]
+                    else:
+                        leaf_of.append(-1)
+        lvl_lo.append(len(dom_lo) - 1)
+        leaf_lo.append(len(node_lo) - 1)
+    taints = [pool.taints for pool in scenario.cluster.pools for _ in range(pool.count)]
+    n_classes = p.class_node_ok.shape[0]
+    excluded, texts = np.full((n_classes, p.n_nodes), -1, np.int64), []
+    if host.any():
+        tolerations = {}
+        for t in range(p.n_tasks):
+            job = scenario.jobs[p.task_job[t]]
+            role = p.role_names[p.task_role[t]]
+            tolerations.setdefault(int(p.task_class[t]), next(x for x in job.tasks if x.name == role).tolerations)
+        for cls, tols in tolerations.items():
+            for n, node_taints in enumerate(taints):
+                why = next((taint_exclusion(x.key, x.value, x.effect) for x in node_taints
+                            if x.effect in ("NoSchedule", "NoExecute") and not any(tol.tolerates(x) for tol in tols)), None)
+                if why is not None:
+                    if why not in texts:
+                        texts.append(why)
+                    excluded[cls, n] = texts.index(why)
+    names = list(p.resource_names)
+    rank = np.empty(len(names), np.int64)
+    rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    arrays = {
+        "kr_tas": tas is not None, "tf_lvl_lo": np.array(lvl_lo, np.int64), "tf_leaf_lo": np.array(leaf_lo, np.int64),
+        "tf_host": host, "tf_name": name_of, "tl_dom_lo": np.array(dom_lo, np.int64),
+        "td_kid_lo": np.array(kid_lo, np.int64), "td_kid_hi": np.array(kid_hi, np.int64),
+        "td_leaf": np.array(leaf_of, np.int64), "tv_node_lo": np.array(node_lo, np.int64),
+        "tv_nodes": np.array(nodes, np.int64), "tn_leaf": node_leaf, "tx_taint": excluded, "r_rank": rank,
+    }
+    return arrays, (topologies, levels, texts)
+
+
+def _tas_podsets(c, tas_arrays: dict, flavors: list[str], podsets: list, cq_of: np.ndarray, t_podset: np.ndarray,
+                 ps_lo: np.ndarray) -> dict:
+    """Each podset's TAS request (``ps_tkind``; a TAS-only ClusterQueue's podsets without one:
+    unconstrained), its level per flavor (``ps_tlevel``, the lowest one when unconstrained, -1 when
+    the flavor's Topology lacks it) and its first task (whose requests TAS counts with)."""
+    scenario, p = c.scenario, c.problem
+    tas = topology_aware(scenario, {})
+    n_fl = max(len(flavors), 1)
+    cq_names = [cq.name for cq in scenario.kueue.cluster_queues]
+    kind = np.zeros(len(podsets), np.int64)
+    level = np.full((len(podsets), n_fl), -1, np.int64)
+    lvl_lo = tas_arrays["tf_lvl_lo"]
+    for k, (j, role, *_) in enumerate(podsets):
+        request = next(x for x in scenario.jobs[j].tasks if x.name == role).topology_request
+        if request is not None:
+            kind[k] = TK_REQUIRED if request.required else TK_PREFERRED if request.preferred else TK_UNCONSTRAINED
+        elif tas is not None and cq_of[j] >= 0 and cq_names[cq_of[j]] in tas.tas_only:
+            kind[k] = TK_UNCONSTRAINED
+        for fi in range(len(flavors)):
+            tree = tas.trees.get(flavors[fi]) if tas is not None else None
+            if tree is None or kind[k] == TK_NONE:
+                continue
+            key = request.level if request is not None else None
+            if key is None:
+                level[k, fi] = lvl_lo[fi + 1] - 1
+            elif key in tree.levels:
+                level[k, fi] = lvl_lo[fi] + tree.levels.index(key)
+    first = np.full(len(podsets), -1, np.int64)
+    for t in range(p.n_tasks - 1, -1, -1):
+        first[ps_lo[p.task_job[t]] + t_podset[t]] = t
+    return {"ps_tkind": kind, "ps_tlevel": level, "ps_task": first}
+
+
 def _strategies(names) -> np.ndarray:
     """The first two fair-sharing preemption strategies as codes, -1 for none."""
     codes = [STRATEGIES.index(name) for name in names][:2]
@@ -1531,7 +2058,9 @@ def _kueue_mutable(static: dict, n_events: int, scale: float) -> dict:
              "J": n_jobs, "Ps": len(static["ps_count"]), "Mx": max(int(np.diff(static["kw_ps_lo"]).max()), 1)
              if n_jobs else 1, "Nq": len(static["kq_parent"]), "N": len(static["node_alloc"]),
              "R": len(static["total"]), "T": len(static["t_job"]), "E": n_events,
-             "Mp": max(64, int(scale * (4 * n_jobs + 64))), "Tg": max(64, int(scale * (4 * n_jobs + 64)))}
+             "Mp": max(64, int(scale * (4 * n_jobs + 64))), "Tg": max(64, int(scale * (4 * n_jobs + 64))),
+             "D": len(static["td_leaf"]), "Lv": len(static["tv_node_lo"]) - 1,
+             "Xt": max(int(static["tx_taint"].max(initial=-1)) + 1, 1)}
     return fresh(KUEUE_MUTABLE, sizes)
 
 
@@ -1579,8 +2108,28 @@ def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) 
         reasons[row] = "PodsReadyTimeout"
         messages[row] = f"requeue {arg[row]}, back in the queue after {b[row]}s"
 
+    tas_arrays, (topologies, levels, taint_texts) = _tas_tables(c, flavors)
+    resource_names = list(c.problem.resource_names)
+
+    def topology_reason(lo: int, hi: int) -> str:
+        """``not_fit``: the TAS head part, then the exclusions, sorted as Kueue sorts them."""
+        _, f, fit = parts[lo]
+        count, leaves, level = (int(v) for v in values[lo])
+        topology = f'"{topologies[tas_arrays["tf_name"][f]]}"'
+        if fit == -2:
+            return f"no topology domains at level: {levels[level]}"
+        text = (f"topology {topology} doesn't allow to fit any of {count} pod(s)" if fit == 0 else
+                f"topology {topology} allows to fit only {fit} out of {count} pod(s)")
+        excluded = sorted(f'resource "{resource_names[a]}": {n}' if what == PART_TAS_RESOURCE else
+                          f"{taint_texts[a]}: {n}" for what, a, n in parts[lo + 1:hi].tolist())
+        return text + (f". Total nodes: {leaves}; excluded: " + ", ".join(excluded) if excluded else "")
+
     def reason(x: int) -> str:
         what, f, r = parts[x]
+        if what == PART_TAS_FLAVOR:
+            return f'Flavor "{flavors[f]}" ' + ("supports only TopologyAwareScheduling" if r == TAS_SUPPORTS_ONLY else
+                                               "does not support TopologyAwareScheduling" if r == TAS_NOT_SUPPORTED
+                                               else "does not contain the requested level")
         name, flavor = resources[r], flavors[f]
         value = values[x]
         if what == PART_CAPACITY:
@@ -1599,6 +2148,8 @@ def _events(c, time: np.ndarray, coded: np.ndarray, cq_of: np.ndarray, k: dict) 
         if what == MSG_UNAVAILABLE:
             return (f"couldn't assign flavors to pod set {podsets[podset]}: resource {resources[x]} unavailable "
                     "in ClusterQueue")
+        if hi > lo and parts[lo, 0] == PART_TAS:
+            return f"couldn't assign flavors to pod set {podsets[podset]}: " + topology_reason(lo, hi)
         text = f"couldn't assign flavors to pod set {podsets[podset]}: " + ", ".join(reason(k) for k in range(lo, hi))
         return text + f". Pending the preemption of {x} workload(s)" if what == MSG_PREEMPTING else text
 

@@ -39,6 +39,7 @@ from ..compile import Compiled, compile_with
 from ..problem import Decisions, Eviction, Placement, PodGroupPhase, Problem, State, TaskStatus
 from ..records import result_of
 from ..volcano.reference import VOLCANO
+from .tas import Snapshot, TopologyTree, taint_exclusion
 
 FR = tuple[str, str]
 """A flavor-resource: ``(flavor, resource)``."""
@@ -107,12 +108,16 @@ class FlavorFungibility:
 
 @dataclass(eq=False)
 class PodSet:
-    """A podset of a Workload: ``count`` pods of ``requests`` each; ``min_count`` for partial admission."""
+    """A podset of a Workload: ``count`` pods of ``requests`` each; ``min_count`` for partial admission;
+    ``topology``, its TAS request (level, None when unconstrained; required) and ``vector``, one pod's
+    requests in the Problem's units, pods included (what TAS counts with)."""
 
     name: str
     count: int
     requests: dict[str, float]
     min_count: int | None = None
+    topology: tuple[str | None, bool] | None = None
+    vector: np.ndarray | None = None
 
 
 @dataclass(eq=False)
@@ -135,6 +140,7 @@ class Workload:
     evicted: bool = False
     evicted_at: float | None = None
     evicted_by: str | None = None
+    topology: list[TopologyPlacement] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.uid = self.uid or self.name
@@ -306,6 +312,7 @@ class Tree:
                  parents: dict[str, str | None]):
         self.cqs = {cq.name: cq for cq in cluster_queues}
         self.cohorts = {c.name: c for c in cohorts}
+        self.tas: TopologyAware | None = None
         for node in [*cluster_queues, *cohorts]:
             parent = parents.get(node.name)
             if parent is not None:
@@ -326,6 +333,84 @@ class Tree:
         return list(root.cluster_queues()) if isinstance(root, Cohort) else [cq]
 
 
+@dataclass
+class TopologyAware:
+    """Topology Aware Scheduling in the cache: the tree of each TAS flavor (a ResourceFlavor with a
+    ``topologyName``), the ClusterQueues whose flavors all are TAS flavors (``IsTASOnly``: their podsets
+    use TAS unasked, unconstrained), each podset's excluded leaves (``excluded``: workload name and
+    podset index -> per leaf of its flavor, an untolerated taint or None) and the cycle's ``snapshot``."""
+
+    trees: dict[str, TopologyTree]
+    tas_only: set[str]
+    excluded: dict[tuple[str, int, str], list[str | None]] = field(default_factory=dict)
+    snapshot: Snapshot | None = None
+
+    def request(self, cq: str, ps: PodSet) -> tuple[str | None, bool] | None:
+        """The podset's TAS request in ClusterQueue ``cq``: its own, else the implied one of a TAS-only
+        ClusterQueue (the lowest level, unconstrained), else None."""
+        return ps.topology if ps.topology is not None else ((None, False) if cq in self.tas_only else None)
+
+
+def _tas_mismatch(tree: Tree, cq: ClusterQueue, ps: PodSet, flavor: str) -> str:
+    """``checkPodSetAndFlavorMatchForTAS``: why the flavor cannot take the podset ("" when it can)."""
+    tas = tree.tas
+    if tas is None:
+        return ""
+    request = tas.request(cq.name, ps)
+    topology = tas.trees.get(flavor)
+    if request is None:
+        return f'Flavor "{flavor}" supports only TopologyAwareScheduling' if topology is not None else ""
+    if topology is None:
+        return f'Flavor "{flavor}" does not support TopologyAwareScheduling'
+    if request[0] is not None and request[0] not in topology.levels:
+        return f'Flavor "{flavor}" does not contain the requested level'
+    return ""
+
+
+def _assign_topology(tree: Tree, wl: Workload, a: Assignment) -> None:
+    """The TAS step of ``FlavorAssigner.Assign``: on a Fit, place each TAS podset on its flavor's
+    topology (a podset that does not fit makes the assignment a Preempt, with Kueue's reason); on a
+    Preempt, place them as if no TAS workload were admitted (``WithSimulateEmpty``): no fit even then
+    is a NoFit (no flavors, no usage, as any NoFit). The podsets of one workload see each other's pods
+    (``assumedUsage``). A podset given no TAS flavor (it requests nothing) is not placed."""
+    tas = tree.tas
+    if tas is None or tas.snapshot is None or a.mode == NO_FIT:
+        return
+    wanted = []
+    for i, ps in enumerate(wl.podsets):
+        request = tas.request(wl.cq, ps)
+        flavor = next((f for f in a.flavors[i].values() if f in tas.trees), None)
+        if request is not None and flavor is not None and a.counts[i] > 0:
+            wanted.append((i, ps, request, flavor))
+    if not wanted:
+        return
+
+    def place(simulate_empty: bool) -> tuple[list[TopologyPlacement], str, str]:
+        snapshot, out = tas.snapshot, []
+        try:
+            for i, ps, (level, required), flavor in wanted:
+                placement, reason = snapshot.find(flavor, ps.vector, a.counts[i], level, required,
+                                                  tas.excluded.get((wl.name, i, flavor)), simulate_empty)
+                if reason:
+                    return out, ps.name, reason
+                snapshot.add(flavor, placement, ps.vector, assumed=True)
+                out.append((i, flavor, placement))
+            return out, "", ""
+        finally:
+            for i, flavor, placement in out:
+                snapshot.add(flavor, placement, wl.podsets[i].vector, -1, assumed=True)
+
+    if a.mode == FIT:
+        placed, podset, reason = place(False)
+        if not reason:
+            a.topology = placed
+            return
+        a.mode = PREEMPT
+        a.message = f"couldn't assign flavors to pod set {podset}: {reason}"
+    if place(True)[2]:
+        a.mode, a.flavors, a.usage = NO_FIT, [], {}
+
+
 # ------------------------------------------------------------------------------- flavor assignment
 
 
@@ -341,9 +426,14 @@ def format_quantity(resource: str, value: float) -> str:
     return f"{round(value * 1000)}m"
 
 
+TopologyPlacement = tuple[int, str, list[tuple[int, int]]]
+"""A podset's TopologyAssignment: (podset index, TAS flavor, [(leaf of the flavor's tree, pods)])."""
+
+
 @dataclass
 class Assignment:
-    """The flavor assignment of a workload (``flavorassigner.Assignment``)."""
+    """The flavor assignment of a workload (``flavorassigner.Assignment``), with the topology
+    assignment of its TAS podsets."""
 
     mode: int
     flavors: list[dict[str, str]]
@@ -351,6 +441,7 @@ class Assignment:
     usage: dict[FR, float]
     borrowing: int = 0
     message: str = ""
+    topology: list[TopologyPlacement] = field(default_factory=list)
 
     def preempt_frs(self, cq: ClusterQueue) -> dict[FR, float]:
         """The flavor-resources that need preemption, with the workload's request on them."""
@@ -417,6 +508,11 @@ def _assign_counts(tree: Tree, wl: Workload, counts: list[int], fair: bool) -> A
             best: tuple[int, int, str] | None = None
             reasons: list[str] = []
             for flavor in g.flavors:
+                mismatch = _tas_mismatch(tree, cq, ps, flavor)
+                if mismatch:
+                    reasons.append(mismatch)
+                    best = best or (NO_FIT, 0, flavor)
+                    continue
                 mode, borrow, msgs = FIT, 0, []
                 for r in (r for r in requested if r in g.covered):
                     request = ps.requests[r] * count
@@ -455,6 +551,7 @@ def assign_flavors(tree: Tree, wl: Workload, fair: bool = False, strategies=DEFA
 
     def attempt(counts: list[int]) -> tuple[Assignment, list[Target]]:
         a = _assign_counts(tree, wl, counts, fair)
+        _assign_topology(tree, wl, a)
         targets = get_targets(tree, wl, a.preempt_frs(cq), a.usage, fair, strategies) \
             if a.mode == PREEMPT else []
         return a, targets
@@ -836,9 +933,12 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
             if not workload_fits(cq, e.assignment.usage, True):
                 e.message = NO_LONGER_FITS
                 continue
+            if not _topology_fits(tree, e, fair):
+                continue
             wl = e.workload
             wl.usage, wl.flavors, wl.counts = e.assignment.usage, e.assignment.flavors, e.assignment.counts
             wl.admitted_at, wl.evicted = now, False
+            wl.topology = e.assignment.topology
             tree.add(wl)
             e.status, e.reason = "admitted", "QuotaReserved"
             e.message = f"Quota reserved in ClusterQueue {cq.name}"
@@ -856,6 +956,27 @@ def schedule(tree: Tree, heads: list[Workload], now: float = 0.0, fair: bool = F
     for e in reserved:
         tree.cqs[e.workload.cq].reserve(e.assignment.usage, -1)
     return entries
+
+
+def _topology_fits(tree: Tree, e: Entry, fair: bool = False) -> bool:
+    """Whether a Fit entry's topology assignment still fits after the admissions before it in the
+    cycle; if not, the assignment is computed again (``updateAssignmentIfNeeded``, FitsCheckNoTAS with
+    TASRecomputeAssignmentWithinSchedulingCycle, on by default) and only a Fit again is admitted
+    (anything else leaves the entry pending with the new assignment's message). An admitted one
+    takes its pods off the TAS flavors' free capacity."""
+    tas = tree.tas
+    if not e.assignment.topology or tas is None or tas.snapshot is None:
+        return True
+    wl = e.workload
+    if not all(tas.snapshot.fits(flavor, placement, wl.podsets[i].vector)
+               for i, flavor, placement in e.assignment.topology):
+        e.assignment, e.targets = assign_flavors(tree, wl, fair)
+        e.message = e.assignment.message
+        if e.assignment.mode != FIT:
+            return False
+    for i, flavor, placement in e.assignment.topology:
+        tas.snapshot.add(flavor, placement, wl.podsets[i].vector)
+    return True
 
 
 # ------------------------------------------------------------------------------------- the clock
@@ -893,6 +1014,42 @@ def build_tree(kueue_spec: Any) -> Tree:
     return Tree(cqs, cohorts, parents)
 
 
+def topology_aware(scenario: Scenario, workloads: dict[str, Workload]) -> TopologyAware | None:
+    """The TAS part of the cache for a scenario (None without a ResourceFlavor with ``topologyName``):
+    each TAS flavor's tree over its nodes that carry every level label (``nodesCache.find``), the
+    TAS-only ClusterQueues, and for node-level trees the leaves each podset of ``workloads`` cannot
+    use for an untolerated NoSchedule/NoExecute taint (the scheduling simulator's first check)."""
+    k = scenario.kueue
+    flavors = [f for f in k.resource_flavors if f.topology_name is not None]
+    if not flavors:
+        return None
+    topologies = {t.name: t.keys for t in k.topologies}
+    labels = scenario.cluster.node_labels()
+    trees = {}
+    for f in flavors:
+        keys = topologies[f.topology_name]
+        nodes = [(n, tuple(lab[key] for key in keys)) for n, lab in enumerate(labels)
+                 if all(lab.get(key) == value for key, value in f.node_labels.items()) and all(key in lab for key in keys)]
+        trees[f.name] = TopologyTree(f.topology_name, keys, nodes)
+    tas_only = {cq.name for cq in k.cluster_queues
+                if (names := [f.name for g in cq.resource_groups for f in g.flavors]) and all(n in trees for n in names)}
+    taints = [pool.taints for pool in scenario.cluster.pools for _ in range(pool.count)]
+    tasks = {f"{job.namespace}/{job.name}": job.tasks for job in scenario.jobs}
+    excluded: dict[tuple[str, int, str], list[str | None]] = {}
+    for name in workloads:
+        for i, task in enumerate(tasks[name]):
+            for flavor, tree in trees.items():
+                if not tree.hostname:
+                    continue
+                why = [next((taint_exclusion(t.key, t.value, t.effect) for t in taints[nodes[0]]
+                             if t.effect in ("NoSchedule", "NoExecute")
+                             and not any(tol.tolerates(t) for tol in task.tolerations)), None)
+                       for nodes in tree.leaf_nodes]
+                if any(w is not None for w in why):
+                    excluded[(name, i, flavor)] = why
+    return TopologyAware(trees, tas_only, excluded)
+
+
 def _opt(value: Any) -> float | None:
     return None if value is None else parse_quantity(value)
 
@@ -922,7 +1079,10 @@ class KueueSession:
                              for name, sel in flavors.items()}
         self.workloads: dict[str, Workload] = {}
         self.unmanaged: set[str] = set()
-        priority = dict(zip(compiled.problem.job_names, compiled.problem.job_priority))
+        problem = compiled.problem
+        priority = dict(zip(problem.job_names, problem.job_priority))
+        vectors = {(problem.job_names[problem.task_job[t]], problem.role_names[problem.task_role[t]]):
+                   problem.task_request[t] for t in range(len(problem.task_job) - 1, -1, -1)}
         for job, submit in zip(scenario.jobs, compiled.job_submit):
             key = f"{job.namespace}/{job.name}"
             lq = local_queue(scenario.kueue.local_queues, job.namespace, job.queue)
@@ -930,8 +1090,12 @@ class KueueSession:
                 self.unmanaged.add(key)
                 continue
             podsets = [PodSet(t.name, t.replicas_resolved, {r: parse_quantity(v) for r, v in t.resources.items()},
-                              t.elastic.min if t.elastic else None) for t in job.tasks]
+                              t.elastic.min if t.elastic else None,
+                              None if t.topology_request is None else (t.topology_request.level,
+                                                                       t.topology_request.required is not None),
+                              vectors.get((key, t.name))) for t in job.tasks]
             self.workloads[key] = Workload(key, lq.cluster_queue, podsets, int(priority[key]), float(submit))
+        self.tree.tas = topology_aware(scenario, self.workloads)
         self.admitted: dict[str, Workload] = {}
         self.requeue_at: dict[str, float] = {}
         self.requeues: dict[str, int] = {}
@@ -945,6 +1109,8 @@ class KueueSession:
         decisions = Decisions()
         self._release(s, local, tasks_of, now)
         waiting = self._pods_ready(s, local, tasks_of, now, decisions)
+        if self.tree.tas is not None:
+            self.tree.tas.snapshot = self._tas_snapshot(p, s, local, tasks_of)
         self._admit(local, now, decisions, tasks_of, s, waiting)
         phase = s.job_phase.copy()
         for name, j in local.items():
@@ -1040,6 +1206,27 @@ class KueueSession:
                 pending[wl.cq] = wl
         return list(pending.values())
 
+    def _tas_snapshot(self, p: Problem, s: State, local: dict, tasks_of: list) -> Snapshot:
+        """The TAS flavors' capacity this session: each leaf's nodes' allocatable less the pods of
+        workloads without a topology assignment (``nonTasUsage``: pods running or terminating), then
+        less the assignments of the admitted TAS workloads, placed or not (``tasUsage``)."""
+        tas = self.tree.tas
+        assert tas is not None
+        used = s.node_used.copy()
+        for name, wl in self.admitted.items():
+            j = local.get(name)
+            if wl.topology and j is not None:
+                for t in tasks_of[j][np.isin(s.task_status[tasks_of[j]], _HOLDING)]:
+                    used[s.task_node[t]] -= p.task_request[t]
+        free = p.node_allocatable - used
+        empty = {f: np.array([free[nodes].sum(axis=0) for nodes in tree.leaf_nodes]).reshape(len(tree.leaf_nodes), -1)
+                 for f, tree in tas.trees.items()}
+        snapshot = Snapshot(tas.trees, empty, p.resource_names)
+        for wl in self.admitted.values():
+            for i, flavor, placement in wl.topology:
+                snapshot.add(flavor, placement, wl.podsets[i].vector)
+        return snapshot
+
     def _admit(self, local: dict, now: float, decisions: Decisions, tasks_of: list, s: State,
                waiting: bool) -> None:
         """Admission cycles until every head is admitted, parked (BestEffortFIFO) or blocking its CQ;
@@ -1098,6 +1285,7 @@ class KueueSession:
             for t in tasks_of[j]:
                 role = p.role_names[p.task_role[t]]
                 placed[role] = placed.get(role, 0) + int(s.task_status[t] in _HOLDING)
+            on_leaf = self._on_leaves(wl, p, s, tasks_of[j]) if wl is not None and wl.topology else {}
             for t in tasks_of[j]:
                 if s.task_status[t] != TaskStatus.PENDING:
                     continue
@@ -1111,8 +1299,13 @@ class KueueSession:
                         ok = ok & self.flavor_nodes[flavor]
                 request = p.task_request[t]
                 fits = ok & (free >= request - 1e-9).all(axis=1)
+                placement = next((pl for pl in wl.topology if pl[0] == index), None) if wl is not None else None
+                if placement is not None:
+                    fits, leaf = self._topology_nodes(placement, on_leaf, fits)
                 if not fits.any():
                     continue
+                if placement is not None:
+                    on_leaf[(index, leaf)] = on_leaf.get((index, leaf), 0) + 1
                 share = np.where(p.node_allocatable > 0, (free - request) / np.maximum(p.node_allocatable, 1e-12), 0)
                 score = np.where(fits, share.mean(axis=1), -np.inf)
                 node = int(np.argmax(score))
@@ -1120,6 +1313,33 @@ class KueueSession:
                 if wl is not None:
                     placed[role] += 1
                 decisions.binds.append(Placement(int(t), node, "kueue", "kube-scheduler: least allocated node"))
+
+    def _on_leaves(self, wl: Workload, p: Problem, s: State, tasks: np.ndarray) -> dict[tuple[int, int], int]:
+        """Pods of each TAS podset holding a node, per leaf of its assignment's flavor."""
+        tas, out = self.tree.tas, {}
+        assert tas is not None
+        for i, flavor, _ in wl.topology:
+            tree = tas.trees[flavor]
+            for t in tasks:
+                if s.task_status[t] in _HOLDING and p.role_names[p.task_role[t]] == wl.podsets[i].name:
+                    key = (i, tree.node_leaf.get(int(s.task_node[t]), -1))
+                    out[key] = out.get(key, 0) + 1
+        return out
+
+    def _topology_nodes(self, placement: TopologyPlacement, on_leaf: dict, fits: np.ndarray) -> tuple[np.ndarray, int]:
+        """Where a pending pod of a TAS podset may go: the nodes of the first domain of its assignment
+        that holds fewer of its pods than assigned (Kueue's ungater gives the pod that domain's node
+        selector; kube-scheduler picks among the nodes with room, and the pod waits if none has);
+        (the nodes it fits on there, the domain's leaf)."""
+        tas = self.tree.tas
+        assert tas is not None
+        index, flavor, leaves = placement
+        for leaf, n in leaves:
+            if on_leaf.get((index, leaf), 0) < n:
+                mask = np.zeros_like(fits)
+                mask[tas.trees[flavor].leaf_nodes[leaf]] = True
+                return fits & mask, leaf
+        return np.zeros_like(fits), -1
 
 
 _RUNNING = np.array([TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING], np.int8)
@@ -1150,6 +1370,11 @@ def compile_kueue(scenario: Scenario) -> Compiled:
                         "(recoveryTimeout) is not simulated")
     if scenario.changes:
         raise SpecError("changes", "changes in time: the Kueue engines do not simulate them")
+    tas = any(f.topology_name for f in (scenario.kueue.resource_flavors if scenario.kueue else []))
+    if tas and (scenario.cluster.events or spot):
+        raise SpecError("cluster.events" if scenario.cluster.events else spot,
+                        "node events with Topology Aware Scheduling: how Kueue replaces a failed node of a "
+                        "topology assignment (TASFailedNodeReplacement) is not simulated")
     if scenario.kueue is None:
         raise SpecError("kueue", "a Kueue policy needs the scenario's kueue objects (clusterQueues, localQueues)")
     placeholder = expand(scenario).model_copy(update={"scheduler": Scheduler(policy="volcano-shipped")})
