@@ -102,15 +102,19 @@ _CHANGES = _only("volcano", R("changes in time: this policy family's engines do 
 """Queues, PriorityClasses and the conf changed in time: Volcano's reference engine applies them."""
 _HYPERNODES = {
     "volcano": H,  # HyperNodes for the network-topology-aware plugin (jobs with networkTopology)
-    "kube-scheduler": W("Volcano HyperNodes; kube-scheduler ignores them"),
-    "kueue": W("Volcano HyperNodes; Kueue ignores them (its Topology Aware Scheduling is not simulated yet)"),
+    "kube-scheduler": W("Volcano HyperNodes; kube-scheduler does not place pods by them (the job progress "
+                        "model's placement factors still read their tiers)"),
+    "kueue": W("Volcano HyperNodes; Kueue ignores them (its Topology Aware Scheduling is not simulated yet; the job "
+               "progress model's placement factors still read their tiers)"),
     "slurm": W("not simulated under Slurm (topology/tree placement): nodes are chosen as if there were no "
                "switches"),
 }
 
 
-_PROGRESS = _only("volcano", R("the job progress model (workloadClasses, gpuModel, placement) is simulated "
-                                "under the Volcano family only so far"))
+_PROGRESS = _by({"slurm": R("the job progress model (workloadClasses, gpuModel, placement) is not simulated "
+                             "under Slurm")})
+"""The job progress model: the shared clock and the cores' `core_clock` run it for Volcano, the
+kube-scheduler and Kueue (Slurm's engines start and suspend jobs their own way)."""
 
 
 def _section(family: str) -> tuple[Decision, ...]:
