@@ -197,6 +197,8 @@ HONOURED = [
            "flavors": [{"name": "any", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]}]}]}],
                 "localQueues": [{"name": "q", "namespace": "default", "clusterQueue": "cq"}]}},
      "jobs.0.workloadClass", "spread"),
+    ({"scheduler": SLURM, "workloadClasses": [{"name": "spread", "placement": {"cluster": 0.5}}]},
+     "jobs.0.workloadClass", "spread"),
 ]
 
 

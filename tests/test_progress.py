@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scenarios import assert_same, engine_scenarios, kube_scenarios, node_events, unconserved_progress
+from scenarios import (
+    assert_same,
+    engine_scenarios,
+    kube_scenarios,
+    node_events,
+    slurm_scenarios,
+    unconserved_progress,
+)
 from test_core_kueue import kueue_scenarios
 
 import labkit
@@ -35,11 +42,15 @@ def _scenario(pools, jobs, classes, topology=None, events=None, horizon=None, qu
 
 
 def _under(data: dict, family: str) -> dict:
-    """The scenario under `family`: kube-default; or Kueue with a ResourceFlavor per pool (a label
-    `pool: <name>` on its nodes) in one ClusterQueue whose GPU quota is the pool's GPUs, so only
-    the nodes limit what runs (waitForPodsReady off when nodes fail, which it refuses)."""
+    """The scenario under `family`: kube-default; slurm-backfill with one partition; or Kueue with
+    a ResourceFlavor per pool (a label `pool: <name>` on its nodes) in one ClusterQueue whose GPU
+    quota is the pool's GPUs, so only the nodes limit what runs (waitForPodsReady off when nodes
+    fail, which it refuses)."""
     if family == "kube":
         data["scheduler"] = {"policy": "kube-default"}
+    elif family == "slurm":
+        data["slurm"] = {"partitions": [{"name": "gpu", "default": True}]}
+        data["scheduler"] = {"policy": "slurm-backfill"}
     elif family == "kueue":
         pools = data["cluster"]["pools"]
         for pool in pools:
@@ -98,7 +109,7 @@ def test_an_elastic_job_finishes_sooner_with_more_replicas_by_its_curve(engine, 
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", [*FAMILIES, "slurm"])
 def test_a_gang_split_across_racks_runs_slower_by_its_tier_factor(engine, family):
     placement = {"node": 1.0, "rack": 0.85, "cluster": 0.6}
     job = {"name": "train", "workloadClass": "llm", "work": WORK,
@@ -116,7 +127,7 @@ def test_a_gang_split_across_racks_runs_slower_by_its_tier_factor(engine, family
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("family", ["volcano", "kube"])
+@pytest.mark.parametrize("family", ["volcano", "kube", "slurm"])
 def test_a_job_on_a_slower_gpu_model_runs_slower_by_the_matrix(engine, family):
     speeds = {"A100": 1.0, "V100": 0.4}
     pools = [{"name": "a100", "count": 1, "gpuModel": "A100", "labels": {"gpu": "a100"}, "resources": GPU8},
@@ -233,6 +244,30 @@ def test_kueue_flavors_carry_their_pools_gpu_models(engine):
         assert row.end - row.start == pytest.approx(WORK / speeds[model])
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_suspended_slurm_job_resumes_with_the_work_its_rate_did(engine):
+    """PreemptMode=SUSPEND: a high-tier job suspends the running one, which resumes when it ends;
+    the work done before the suspension is what its rate (its class's H100 speed) did, not the
+    time it ran."""
+    rate = 2.0
+    cpu = [{"name": "node", "resources": {"cpu": 8}}]
+    data = {"cluster": {"pools": [{"name": "n", "count": 1, "gpuModel": "H100", "resources": {"cpu": 8}}]},
+            "workloadClasses": [{"name": "llm", "speeds": {"H100": rate}}],
+            "slurm": {"partitions": [{"name": "low", "default": True}, {"name": "high", "priorityTier": 10}]},
+            "jobs": [{"name": "train", "workloadClass": "llm", "work": WORK, "tasks": cpu},
+                     {"name": "urgent", "partition": "high", "submit": 600, "duration": 600, "tasks": cpu}],
+            "scheduler": {"policy": "custom", "slurm": {"PreemptType": "preempt/partition_prio",
+                                                         "PreemptMode": "SUSPEND"}}}
+    r = _run(spec.validate(data), engine)
+    [suspended] = _times(r, "Suspended")
+    started = _times(r, "Started")
+    assert len(started) == 2 and started[1] > suspended
+    done = (suspended - started[0]) * rate
+    row = _row(r)
+    assert row.state == "Completed" and row.end == pytest.approx(started[1] + (WORK - done) / rate)
+    assert not unconserved_progress(r)
+
+
 def test_goodput_metrics_per_job_and_queue():
     placement = {"cluster": 0.5}
     jobs = [{"name": "split", "workloadClass": "llm", "work": WORK, "queue": "q",
@@ -324,6 +359,15 @@ def test_numba_matches_reference_with_the_progress_model_under_kube(scenario):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(with_progress(slurm_scenarios()))
+def test_numba_matches_reference_with_the_progress_model_under_slurm(scenario):
+    """slurm_scenarios (partitions, QOS limits, time limits, backfill or builtin, REQUEUE, CANCEL
+    or SUSPEND preemption) with the progress model."""
+    fast, _ = assert_same(scenario)
+    assert not unconserved_progress(fast)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(with_progress(kueue_scenarios(preemption=True, pods_ready=True)))
 def test_numba_matches_reference_with_the_progress_model_under_kueue(scenario):
     """The Kueue engines' random scenarios (cohorts, two flavors, partial admission, preemption,
@@ -363,13 +407,6 @@ def test_bad_input_is_one_line_naming_the_field_and_exit_2(tmp_path, capsys, cha
     with pytest.raises(SpecError):
         labkit.simulate(labkit.load(str(path)) if field != "workloadClasses[0].scaling.table" else
                         spec.validate(data))
-
-
-def test_the_progress_model_is_refused_under_slurm():
-    s = _scenario([{"name": "a", "count": 1, "resources": GPU8}], [_elastic()], [{"name": "llm"}])
-    said = r"workloadClass: the job progress model \(workloadClasses, gpuModel, placement\) is not simulated"
-    with pytest.raises(SpecError, match=said + r" under Slurm \(policy family: slurm\)$"):
-        labkit.simulate(s, policy="slurm-backfill")
 
 
 def test_the_example_runs_and_its_curve_shows():

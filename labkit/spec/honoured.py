@@ -107,14 +107,8 @@ _HYPERNODES = {
     "kueue": W("Volcano HyperNodes; Kueue ignores them (its Topology Aware Scheduling is not simulated yet; the job "
                "progress model's placement factors still read their tiers)"),
     "slurm": W("not simulated under Slurm (topology/tree placement): nodes are chosen as if there were no "
-               "switches"),
+               "switches (the job progress model's placement factors still read their tiers)"),
 }
-
-
-_PROGRESS = _by({"slurm": R("the job progress model (workloadClasses, gpuModel, placement) is not simulated "
-                             "under Slurm")})
-"""The job progress model: the shared clock and the cores' `core_clock` run it for Volcano, the
-kube-scheduler and Kueue (Slurm's engines start and suspend jobs their own way)."""
 
 
 def _section(family: str) -> tuple[Decision, ...]:
@@ -137,8 +131,8 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("changes[].queue.", "name weight capability deserved guarantee", _CHANGES),
     **_rows("changes[].priorityClass.", "name value", _CHANGES),
     "changes[].scheduler.**": _CHANGES,
-    "workloadClasses": _PROGRESS,
-    **_rows("workloadClasses[].", "name speeds placement scaling scaling.exponent scaling.table", _PROGRESS),
+    "workloadClasses": ALL,
+    **_rows("workloadClasses[].", "name speeds placement scaling scaling.exponent scaling.table", ALL),
     "queues": _only("volcano", _VOLCANO_QUEUE),
     "priorityClasses": _by(_PRIORITY_CLASS),
     "slurm": _only("slurm", W("Slurm's (partitions, QOS, associations); this policy ignores it")),
@@ -151,7 +145,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     "cluster.pools[].spot": _NODE_EVENTS,
     **_rows("cluster.pools[].spot.", "rate per notice replaceAfter until seed", _NODE_EVENTS),
     **_rows("cluster.pools[].taints[].", "key value effect", ALL),
-    "cluster.pools[].gpuModel": _PROGRESS,
+    "cluster.pools[].gpuModel": ALL,
     "cluster.topology": _by(_HYPERNODES),
     "cluster.topology.tiers": _by(_HYPERNODES),
     **_rows("cluster.topology.tiers[].", "name size", _by(_HYPERNODES)),
@@ -176,7 +170,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("jobs[].", "networkTopology networkTopology.mode networkTopology.highestTierAllowed",
             _by(_NETWORK_TOPOLOGY)),
     **_rows("jobs[].", "timeLimit partition qos user", _only("slurm", _NOT_SLURM)),
-    **_rows("jobs[].", "workloadClass placement", _PROGRESS),
+    **_rows("jobs[].", "workloadClass placement", ALL),
     **_rows("jobs[].tasks[].", "name replicas resources nodeSelector tolerations", ALL),
     **_rows("jobs[].tasks[].", "minAvailable elastic", _by(_GANG)),
     **_rows("jobs[].tasks[].tolerations[].", "key operator value effect", ALL),
@@ -186,7 +180,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("workloads[].", "name namespace arrival start end count gpus gpusPerPod gpuResource resources perGpu "
             "duration trace checkpointInterval restartCost gracePeriod preemptible seed", ALL),
     "workloads[].queue": _by(_JOB_QUEUE),
-    "workloads[].workloadClass": _PROGRESS,
+    "workloads[].workloadClass": ALL,
     "workloads[].priorityClassName": _by(_PRIORITY_CLASS),
     **_rows("workloads[].", "networkTopology networkTopology.mode networkTopology.highestTierAllowed",
             _by(_NETWORK_TOPOLOGY)),
