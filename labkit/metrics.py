@@ -518,8 +518,10 @@ def goodput(result: Result, by: str = "job", resource: str = GPU) -> pd.DataFram
     ones until deleted), ``useful_gpu_seconds`` (work x gpus for a completed job: what its work
     costs on reference GPUs in an ideal placement; 0 otherwise), ``effective_gpu_hours``
     (useful / 3600), ``goodput`` (useful / held: 1 when every held GPU-second advanced the job at
-    rate 1; less for slower GPUs, spread gangs, fewer replicas than the curve's best, lost work and
-    restarts), ``work_time`` (seconds its work ran: from each Started to the restart or completion
+    rate 1; less for slower GPUs, spread gangs, lost work and restarts; more than 1 on GPUs faster
+    than the reference, or with fewer pods than its replicas on a concave scaling curve (an elastic
+    job that scaled in, a partial admission under Kueue), each GPU then doing more of the work than
+    at full scale), ``work_time`` (seconds its work ran: from each Started to the restart or completion
     that ended the run, a restart's setup left out) and ``slowdown`` (work_time / (work + lost
     work): 1 / its mean rate, the slowdown vs an ideal placement on reference GPUs; completed jobs).
     For a job without a workloadClass whose recreated pods ran their whole duration after its work

@@ -645,11 +645,11 @@ def _progress_rate(scenario: spec.Scenario, job: spec.Job, nodes: list[str]) -> 
 def unconserved_progress(result: Result) -> list[tuple]:
     """(job, integral, work + lost work) for completed jobs of the progress model whose rate,
     recomputed here from the pods running at each instant, integrated over the time their work
-    ran (each Started, after a restart's setup, to the restart or completion that ended it) is
-    not the work they got done plus the work they lost."""
+    ran (each Started, after the setup of a job that restarted before, to the restart, Slurm
+    suspension or completion that ended it) is not the work they got done plus the work they lost."""
     scenario = result.scenario
     bad = []
-    events = result.events[result.events.kind.isin(["Started", "Restarting", "Completed"])]
+    events = result.events[result.events.kind.isin(["Started", "Restarting", "Suspended", "Completed"])]
     for job in scenario.jobs:
         if job.workload_class is None and not job.placement:
             continue
@@ -659,15 +659,15 @@ def unconserved_progress(result: Result) -> list[tuple]:
             continue
         runs = result.tasks[result.tasks.job == name]
         starts, stops = runs.start.to_numpy(float), runs.evicted.fillna(runs.end).to_numpy(float)
-        integral, since, started = 0.0, math.nan, 0
+        integral, since, restarted = 0.0, math.nan, False
         for time, kind in zip(*(events[events.job == name][c] for c in ("time", "kind"))):
             if kind == "Started":
-                since = time + (parse_duration(job.restart_cost) if started else 0.0)
-                started += 1
+                since = time + (parse_duration(job.restart_cost) if restarted else 0.0)
                 continue
-            if time <= since:
+            restarted = restarted or kind == "Restarting"
+            if not time > since:
                 since = math.nan
-                continue  # ended within the restart's setup: no work ran
+                continue  # not running, or ended within the restart's setup: no work ran
             cuts = sorted({since, time, *(x for x in np.concatenate([starts, stops]) if since < x < time)})
             for a, b in itertools.pairwise(cuts):
                 at = (a + b) / 2

@@ -188,6 +188,17 @@ HONOURED = [
          "duration": duration, "timeLimit": duration} for name, submit, pods, duration in
         (("running", 0, 1, 100), ("wide", 1, 2, 100), ("small", 2, 1, 50))]},
      "scheduler.slurm.SchedulerParameters", "bf_interval=-1"),  # no backfill: small waits behind wide
+    # the job progress model: each job's two pods span the two nodes, at the cluster level's factor
+    ({"scheduler": {"policy": "kube-default"}, "workloadClasses": [{"name": "spread", "placement": {"cluster": 0.5}}]},
+     "jobs.0.workloadClass", "spread"),
+    ({"scheduler": {"policy": "kueue"}, "workloadClasses": [{"name": "spread", "placement": {"cluster": 0.5}}],
+      "kueue": {"resourceFlavors": [{"name": "any"}], "clusterQueues": [{"name": "cq", "resourceGroups": [
+          {"coveredResources": ["nvidia.com/gpu"],
+           "flavors": [{"name": "any", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]}]}]}],
+                "localQueues": [{"name": "q", "namespace": "default", "clusterQueue": "cq"}]}},
+     "jobs.0.workloadClass", "spread"),
+    ({"scheduler": SLURM, "workloadClasses": [{"name": "spread", "placement": {"cluster": 0.5}}]},
+     "jobs.0.workloadClass", "spread"),
 ]
 
 

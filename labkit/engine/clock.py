@@ -604,7 +604,9 @@ class Simulation:
         if not math.isnan(self.run_start[j]):
             self.limit_used[j] += now - self.run_start[j]
             if eviction.mode == "suspend":
-                self.work_done[j] += now - self.run_start[j] - (self.c.job_restart_cost[j] if self.restarts[j] else 0.0)
+                setup = self.c.job_restart_cost[j] if self.restarts[j] else 0.0
+                self.work_done[j] = (self._progress(now, j) if self.c.job_class[j] >= 0
+                                     else self.work_done[j] + now - self.run_start[j] - setup)
                 self.run_start[j] = math.nan
                 self.version[j] += 1
             else:

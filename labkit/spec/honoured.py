@@ -107,15 +107,12 @@ _CHANGES = _only("volcano", R("changes in time: this policy family's engines do 
 """Queues, PriorityClasses and the conf changed in time: Volcano's reference engine applies them."""
 _HYPERNODES = {
     "volcano": H,  # HyperNodes for the network-topology-aware plugin (jobs with networkTopology)
-    "kube-scheduler": W("Volcano HyperNodes; kube-scheduler ignores them"),
+    "kube-scheduler": W("Volcano HyperNodes; kube-scheduler does not place pods by them (the job progress "
+                        "model's placement factors still read their tiers)"),
     "kueue": H,  # the tiers label the nodes (topology.labkit.io/<tier>), which a Kueue Topology's levels name
     "slurm": W("not simulated under Slurm (topology/tree placement): nodes are chosen as if there were no "
-               "switches"),
+               "switches (the job progress model's placement factors still read their tiers)"),
 }
-
-
-_PROGRESS = _only("volcano", R("the job progress model (workloadClasses, gpuModel, placement) is simulated "
-                                "under the Volcano family only so far"))
 
 
 def _section(family: str) -> tuple[Decision, ...]:
@@ -138,8 +135,8 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("changes[].queue.", "name weight capability deserved guarantee", _CHANGES),
     **_rows("changes[].priorityClass.", "name value", _CHANGES),
     "changes[].scheduler.**": _CHANGES,
-    "workloadClasses": _PROGRESS,
-    **_rows("workloadClasses[].", "name speeds placement scaling scaling.exponent scaling.table", _PROGRESS),
+    "workloadClasses": ALL,
+    **_rows("workloadClasses[].", "name speeds placement scaling scaling.exponent scaling.table", ALL),
     "queues": _only("volcano", _VOLCANO_QUEUE),
     "priorityClasses": _by(_PRIORITY_CLASS),
     "slurm": _only("slurm", W("Slurm's (partitions, QOS, associations); this policy ignores it")),
@@ -152,7 +149,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     "cluster.pools[].spot": _NODE_EVENTS,
     **_rows("cluster.pools[].spot.", "rate per notice replaceAfter until seed", _NODE_EVENTS),
     **_rows("cluster.pools[].taints[].", "key value effect", ALL),
-    "cluster.pools[].gpuModel": _PROGRESS,
+    "cluster.pools[].gpuModel": ALL,
     "cluster.topology": _by(_HYPERNODES),
     "cluster.topology.tiers": _by(_HYPERNODES),
     **_rows("cluster.topology.tiers[].", "name size", _by(_HYPERNODES)),
@@ -177,7 +174,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("jobs[].", "networkTopology networkTopology.mode networkTopology.highestTierAllowed",
             _by(_NETWORK_TOPOLOGY)),
     **_rows("jobs[].", "timeLimit partition qos user", _only("slurm", _NOT_SLURM)),
-    **_rows("jobs[].", "workloadClass placement", _PROGRESS),
+    **_rows("jobs[].", "workloadClass placement", ALL),
     **_rows("jobs[].tasks[].", "name replicas resources nodeSelector tolerations", ALL),
     **_rows("jobs[].tasks[].", "minAvailable elastic", _by(_GANG)),
     **_rows("jobs[].tasks[].tolerations[].", "key operator value effect", ALL),
@@ -189,7 +186,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     **_rows("workloads[].", "name namespace arrival start end count gpus gpusPerPod gpuResource resources perGpu "
             "duration trace checkpointInterval restartCost gracePeriod preemptible seed", ALL),
     "workloads[].queue": _by(_JOB_QUEUE),
-    "workloads[].workloadClass": _PROGRESS,
+    "workloads[].workloadClass": ALL,
     "workloads[].priorityClassName": _by(_PRIORITY_CLASS),
     **_rows("workloads[].", "networkTopology networkTopology.mode networkTopology.highestTierAllowed",
             _by(_NETWORK_TOPOLOGY)),

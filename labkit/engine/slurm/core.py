@@ -35,9 +35,11 @@ from ..core_clock import (
     finish_as,
     log,
     on_grid,
+    progress,
     push_event,
     push_row,
     quiet,
+    rate_of,
     released,
     stop_work,
     submit,
@@ -961,6 +963,9 @@ def maybe_start(s, now, j):
     if not s.j_uses_speed[j]:
         speed = 1.0
     setup = s.j_restart[j] if s.restarts[j] else 0.0
+    if s.rt_class[j] >= 0:  # the job progress model (core_clock.maybe_start)
+        speed = s.rate[j] = rate_of(s, j)
+        s.rate_since[j] = now + setup
     remaining = (s.j_work[j] - s.work_done[j]) / speed
     s.version[j] += 1
     push_event(s, now + setup + remaining, FINISH, j, s.version[j])
@@ -992,7 +997,10 @@ def preempt_job(s, now, j, by, how):
     if not math.isnan(s.run_start[j]):
         s.limit_used[j] += now - s.run_start[j]
         if how == HOW_SUSPEND:
-            s.work_done[j] += now - s.run_start[j] - (s.j_restart[j] if s.restarts[j] else 0.0)
+            if s.rt_class[j] >= 0:
+                s.work_done[j] = progress(s, now, j)
+            else:
+                s.work_done[j] += now - s.run_start[j] - (s.j_restart[j] if s.restarts[j] else 0.0)
             s.run_start[j] = math.nan
             s.version[j] += 1
         else:
