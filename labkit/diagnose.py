@@ -742,13 +742,15 @@ def describe_podgroup(result: Result, job: str, at: float) -> str:
         lines += ["  Conditions:", "    Type:     Unschedulable", "    Status:   True",
                   "    Reason:   NotEnoughResources", f"    Message:  {why.condition}"]
     lines += ["Events:", "  Type     Reason         Age      Message", "  ----     ------         ---      -------"]
-    for t, kind, reason, obj, message in _events(result, key, -math.inf, at):
-        if obj == f"podgroup/{name}":
-            lines.append(f"  {kind:<8} {reason:<14} {age(at - t):<8} {message}")
-    if why.reason in ("QueueResourceQuotaInsufficient", "ClusterOverused"):  # the enqueue vote's event
-        lines.append(f"  {'Normal':<8} {'Unschedulable':<14} {'0s':<8} {why.message}")
+    now = []  # this session's: the enqueue vote's event, the Warning; kubectl shows a repeated event's last Age
+    if why.reason in ("QueueResourceQuotaInsufficient", "ClusterOverused"):
+        now.append(("Normal", why.message))
     if why.event:
-        lines.append(f"  {'Warning':<8} {'Unschedulable':<14} {'0s':<8} {why.event}")
+        now.append(("Warning", why.event))
+    for t, kind, reason, obj, message in _events(result, key, -math.inf, at):
+        if obj == f"podgroup/{name}" and (kind, message) not in now:
+            lines.append(f"  {kind:<8} {reason:<14} {age(at - t):<8} {message}")
+    lines += [f"  {kind:<8} {'Unschedulable':<14} {'0s':<8} {message}" for kind, message in now]
     return "\n".join(lines)
 
 
