@@ -349,6 +349,10 @@ class Gang:
     failed: NodeReasons | None
     pipelined: list[TaskInfo]
     bound: bool
+    pending: list[TaskInfo] = field(default_factory=list)
+    """The job's Pending pods after the session."""
+    schedulable: list[TaskInfo] = field(default_factory=list)
+    """Those allocate placed, then discarded with the gang."""
 
 
 def _gang(snap: metrics.Snapshot, j: int) -> Gang:
@@ -381,7 +385,7 @@ def _gang(snap: metrics.Snapshot, j: int) -> Gang:
     event = gang_event(len(pending), len(job.tasks), fit) if podgroup_phase(job) in (
         PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN) else ""
     bound = any(ssn.tasks[b.task].job == j for b in ssn.decisions.binds)
-    return Gang(condition, event, origin, failed, job.with_status(TaskStatus.PIPELINED), bound)
+    return Gang(condition, event, origin, failed, job.with_status(TaskStatus.PIPELINED), bound, pending, schedulable)
 
 
 def _not_allocated(key, at, phase, snap, ssn: Session, info: JobInfo, queue: QueueInfo) -> Explanation:
@@ -630,7 +634,11 @@ def _pod_name(key: str) -> str:
 def get_events(result: Result, job: str | None = None, since: float = -math.inf,
                until: float = math.inf) -> pd.DataFrame:
     """The run's events as `kubectl get events` lists them on a real cluster: TIME, TYPE, REASON, OBJECT,
-    MESSAGE, in Volcano's words (:func:`_event_rows`). The run's own record is `result.events`."""
+    MESSAGE, in Volcano's words (:func:`_event_rows`), and under Volcano what a waiting gang's first
+    sessions record, read from a session on the snapshot as `explain` reads it: the enqueue vote that
+    keeps a new job Pending (:func:`_enqueue_vote`), the first allocate that places none of an enqueued
+    job's pods (:func:`_first_allocate`). Each is listed once where Volcano repeats it every session.
+    The run's own record is `result.events`."""
     rows = [{"TIME": f"t={age(t)}", "TYPE": kind, "REASON": reason, "OBJECT": obj, "MESSAGE": message}
             for t, kind, reason, obj, message in _events(result, job, since, until)]
     return pd.DataFrame(rows, columns=["TIME", "TYPE", "REASON", "OBJECT", "MESSAGE"])
@@ -644,8 +652,70 @@ def _events(result: Result, job: str | None, since: float, until: float) -> list
     if _kueue(result):
         return _kueue_events(result, events)
     minimum = dict(zip(metrics.job_keys(result), (j.min_available_resolved for j in result.scenario.jobs)))
-    volcano = metrics.compiled_of(result).problem.policy.family == Family.VOLCANO
-    return [(e.time, *row) for e in events.itertuples() for row in _event_rows(e, minimum.get(e.job, 0), volcano)]
+    compiled = metrics.compiled_of(result)
+    volcano = compiled.problem.policy.family == Family.VOLCANO
+    enqueued = result.events[result.events.kind == "Enqueued"].groupby("job").time.min().to_dict()
+    period = compiled.schedule_period
+    binds = result.events[result.events.kind == "Bound"]
+    bound = set(zip(binds.job, binds.time.round(6)))
+    rows = []
+    for e in events.itertuples():
+        if volcano and e.kind == "Submitted":
+            rows += [(e.time, *row) for row in _enqueue_vote(result, e, enqueued, period)]
+        rows += [(e.time, *row) for row in _event_rows(e, minimum.get(e.job, 0), volcano)]
+        if volcano and e.kind == "Enqueued":
+            at = e.time + period
+            if at <= until and (e.job, round(at, 6)) not in bound:
+                rows += [(at, *row) for row in _first_allocate(result, e.job, at)]
+    return sorted(rows, key=lambda row: row[0])
+
+
+def _enqueue_vote(result: Result, e, enqueued: dict[str, float], period: float) -> list[tuple[str, str, str, str]]:
+    """The PodGroup's Normal Unschedulable event of the enqueue vote that kept a new job Pending in its
+    first session: overcommit's ``resource in cluster is overused: ...`` (overcommit.go
+    ``ssn.RecordPodGroupEvent(job.PodGroup, v1.EventTypeNormal, ...)``), proportion's and capacity's
+    ``queue resource quota insufficient: ...``, as `explain` words them after that session. Volcano records
+    it again each session the vote fails (kubectl counts them); it is listed once, with the pod-less event."""
+    first = math.ceil(e.time / period - 1e-9) * period
+    if enqueued.get(e.job, math.inf) <= first:
+        return []
+    why = explain(result, e.job, first)
+    if why.reason not in ("ClusterOverused", "QueueResourceQuotaInsufficient"):
+        return []
+    return [("Normal", "Unschedulable", f"podgroup/{_pod_name(e.job)}", why.message)]
+
+
+def _first_allocate(result: Result, key: str, at: float) -> list[tuple[str, str, str, str]]:
+    """What the first allocate after the job is enqueued (the next session: the vcjob controller creates
+    the pods in between) records when it binds none of the job's pods, which the caller has checked: the cache's
+    RecordJobStatusEvent (the PodGroup's Warning ``<Pending>/<pods> tasks in gang unschedulable: ...`` and
+    a Warning FailedScheduling per Pending pod from ``taskUnschedulable``: the pod that failed the
+    predicates gets its FitErrors, a pod allocate did not try the job's ``FitError()``; a pod placed and
+    then discarded with the gang is left out), and the vcjob controller's ``recordPodGroupEvent`` once it
+    syncs the job (``PodGroup <ns>:<name> unschedulable, reason: <the gang's condition>``). A pipelined
+    pod's FailedScheduling is the run's own Pipelined event. Real Volcano repeats the PodGroup's event each
+    session (kubectl counts them) and a pod's only when its message changes."""
+    if _refused(result, key, at):
+        return []
+    snap = metrics.snapshot(result, math.nextafter(at, -math.inf))  # what that session opened on
+    j = snap.local_job(key)
+    if j is None:
+        return []
+    gang = _gang(snap, j)
+    if not gang.condition or not gang.event or gang.bound:
+        return []
+    namespace, name = key.split("/", 1)
+    pending = f"PodGroup {namespace}:{name} unschedulable, reason: {gang.condition}"
+    rows = [("Warning", "PodGroupPending", f"job/{name}", pending),
+            ("Warning", "Unschedulable", f"podgroup/{name}", gang.event)]
+    fit = gang.event.split(": ", 1)[1]
+    discarded = {t.index for t in gang.schedulable}
+    for task in gang.pending:
+        if gang.origin is not None and task.index == gang.origin.index:
+            rows.append(("Warning", "FailedScheduling", f"pod/{_pod_name(task.name)}", gang.failed.message()))
+        elif task.index not in discarded:
+            rows.append(("Warning", "FailedScheduling", f"pod/{_pod_name(task.name)}", fit))
+    return rows
 
 
 def describe_podgroup(result: Result, job: str, at: float) -> str:
@@ -672,13 +742,15 @@ def describe_podgroup(result: Result, job: str, at: float) -> str:
         lines += ["  Conditions:", "    Type:     Unschedulable", "    Status:   True",
                   "    Reason:   NotEnoughResources", f"    Message:  {why.condition}"]
     lines += ["Events:", "  Type     Reason         Age      Message", "  ----     ------         ---      -------"]
-    for t, kind, reason, obj, message in _events(result, key, -math.inf, at):
-        if obj == f"podgroup/{name}":
-            lines.append(f"  {kind:<8} {reason:<14} {age(at - t):<8} {message}")
-    if why.reason in ("QueueResourceQuotaInsufficient", "ClusterOverused"):  # the enqueue vote's event
-        lines.append(f"  {'Normal':<8} {'Unschedulable':<14} {'0s':<8} {why.message}")
+    now = []  # this session's: the enqueue vote's event, the Warning; kubectl shows a repeated event's last Age
+    if why.reason in ("QueueResourceQuotaInsufficient", "ClusterOverused"):
+        now.append(("Normal", why.message))
     if why.event:
-        lines.append(f"  {'Warning':<8} {'Unschedulable':<14} {'0s':<8} {why.event}")
+        now.append(("Warning", why.event))
+    for t, kind, reason, obj, message in _events(result, key, -math.inf, at):
+        if obj == f"podgroup/{name}" and (kind, message) not in now:
+            lines.append(f"  {kind:<8} {reason:<14} {age(at - t):<8} {message}")
+    lines += [f"  {kind:<8} {'Unschedulable':<14} {'0s':<8} {message}" for kind, message in now]
     return "\n".join(lines)
 
 

@@ -54,6 +54,14 @@ def _longest() -> int:
     return low
 
 
+def test_q1_job_names_for_pod_names_are_told_what_is_asked():
+    refused = sorted(_refusals(cases.quota_burst()))
+    assert judge("ch03.q1", refused).passed
+    jobs = judge("ch03.q1", [pod.rsplit("-", 2)[0] for pod in refused])  # c-eval-4, c-eval-5: the jobs
+    assert not jobs.passed and "Pod 名" in jobs.reason and "作业名" in jobs.reason
+    assert "有 2 个" in judge("ch03.q1", refused[:1]).reason
+
+
 def test_q4_the_longest_run_time_right_and_wrong():
     right = _longest()
     assert judge("ch03.q4", right).passed

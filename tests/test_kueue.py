@@ -327,3 +327,14 @@ def test_an_admitted_workload_must_name_its_flavor_when_there_are_several(tmp_pa
         "cluster_queues: [standalone]", "cluster_queues: [standalone, two-flavors]", 1))
     with pytest.raises(SpecError, match=r"cases\[0\].admitted\[0\].flavor: ClusterQueue two-flavors has 2 flavors for cpu"):
         run_cases(path)
+
+
+def test_kueue_quantities_print_as_resource_quantity_does():
+    """Kueue's ``resources.ResourceQuantityString`` is ``resource.Quantity.String()``: memory is BinarySI, and an
+    amount no binary suffix divides prints whole (1500000000, not 1.5e+09) — the formatter the API server's
+    quota messages use (``labkit.engine.quotas.format_quantity``)."""
+    tree = _tree({"default": {"cpu": 8, "memory": 10**9}})
+    [entry] = k.schedule(tree, [k.Workload("w", "cq", [k.PodSet("main", 1, {"cpu": 1, "memory": 15 * 10**8})])])
+    assert entry.message == ("couldn't assign flavors to pod set main: insufficient quota for memory in flavor default, "
+                             "previously considered podsets requests (0) + current podset request (1500000000) > "
+                             "maximum capacity (1000000000)")

@@ -125,8 +125,10 @@ def _quota_key(key: str) -> str | None:
 
 
 def format_quantity(key: str, value: float) -> str:
-    """A value as ``resource.Quantity.String()`` prints it: binary suffixes for memory-like amounts
-    that have one, millis for fractional cpu, else a plain number."""
+    """A value as ``resource.Quantity.String()`` prints it, for the API server's quota messages and
+    Kueue's (``resources.ResourceQuantityString``) alike: memory and ephemeral-storage are BinarySI
+    (a binary suffix where one divides the amount exactly), a fraction is printed in millis, else a
+    plain number."""
     if key.endswith(("memory", "ephemeral-storage")):
         for suffix, scale in (("Ei", 2.0**60), ("Pi", 2.0**50), ("Ti", 2.0**40), ("Gi", 2.0**30), ("Mi", 2.0**20),
                               ("Ki", 2.0**10)):

@@ -37,6 +37,7 @@ from ...workloads import expand
 from ..clock import Simulation, record_of
 from ..compile import Compiled, compile_with
 from ..problem import Decisions, Eviction, Placement, PodGroupPhase, Problem, State, TaskStatus
+from ..quotas import format_quantity
 from ..records import result_of
 from ..volcano.reference import VOLCANO
 from .tas import Snapshot, TopologyTree, taint_exclusion
@@ -412,18 +413,6 @@ def _assign_topology(tree: Tree, wl: Workload, a: Assignment) -> None:
 
 
 # ------------------------------------------------------------------------------- flavor assignment
-
-
-def format_quantity(resource: str, value: float) -> str:
-    """``resources.ResourceQuantityString``: cpu as cores or millicores, memory in binary units."""
-    if resource == "memory":
-        for suffix, scale in (("Ti", 2.0**40), ("Gi", 2.0**30), ("Mi", 2.0**20), ("Ki", 2.0**10)):
-            if value >= scale and float(value / scale).is_integer():
-                return f"{int(value / scale)}{suffix}"
-        return f"{value:g}"
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{round(value * 1000)}m"
 
 
 TopologyPlacement = tuple[int, str, list[tuple[int, int]]]

@@ -20,7 +20,9 @@ def _forbidden(scenario) -> list[str]:
 def _forbidden_pods(answer: list[str]) -> tuple[bool, str]:
     answer = names(answer, "Pod 名列表")
     expected = _forbidden(cases.quota_burst())
-    return sorted(answer) == sorted(expected), f"被拒绝的 Pod 有 {len(expected)} 个，不是这 {len(answer)} 个"
+    if len(answer) != len(expected):
+        return False, f"被拒绝的 Pod 有 {len(expected)} 个，不是这 {len(answer)} 个"
+    return sorted(answer) == sorted(expected), "个数对了，名字不对：要的是 Pod 名（<作业>-<任务>-<序号>，如 c-eval-0-worker-0），不是作业名"
 
 
 @register("ch03.q2", points=2)
