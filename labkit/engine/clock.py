@@ -71,6 +71,7 @@ from .events import (
     FAIL,
     FINISH,
     NODE,
+    NODE_LOGGED,
     RECOVER,
     RELEASED,
     RESYNC,
@@ -266,7 +267,7 @@ class Simulation:
         else:
             self.cordoned[n] = what in (CORDON, DRAIN)
         self.p.node_schedulable[n] = not (self.down[n] or self.cordoned[n])
-        self._log(now, self.p.policy.node_words[what], -1, -1, n)
+        self._log(now, (self.p.policy.node_words or NODE_LOGGED)[what], -1, -1, n)
         if self.p.policy.node_fail_ends_job:
             if what == FAIL:
                 for t in np.flatnonzero((self.node == n) & (self.status == TaskStatus.RUNNING)):

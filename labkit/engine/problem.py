@@ -41,8 +41,6 @@ import numpy as np
 from labkit.errors import SpecError
 from labkit.spec import quantity
 
-from .events import NODE_LOGGED
-
 CPU, MEMORY, PODS = 0, 1, 2
 BASE_RESOURCES = ("cpu", "memory", "pods")
 GPU = "nvidia.com/gpu"
@@ -254,8 +252,8 @@ class Policy:
       requeued like a preempted job (held for ``requeue_hold``) when ``Problem.job_requeue`` allows
       it, else ended (state NodeFail); a drained node keeps its running jobs (Slurm's DOWN and
       DRAIN). Else each pod on a failed or drained node is evicted on its own (Kubernetes).
-    * ``node_words``: the kind a node event logs, per ``events.NODE_KINDS`` (Kubernetes' words,
-      or Slurm's node states).
+    * ``node_words``: the kind a node event logs, per ``events.NODE_KINDS`` (Slurm's node states);
+      None: Kubernetes' words (``events.NODE_LOGGED``).
     * ``kube`` (:class:`KubeArgs`), ``slurm`` (:class:`SlurmArgs`): the family's resolved settings.
     * ``strict_fifo``: allocate stops a queue at its first job that it cannot place, for the rest
       of the session (the scenario's ``scheduler.queueingStrategy: StrictFIFO``; Volcano only).
@@ -273,7 +271,7 @@ class Policy:
     pods_at_submit: bool = False
     requeue_hold: float = 0.0
     node_fail_ends_job: bool = False
-    node_words: tuple[str, ...] = NODE_LOGGED
+    node_words: tuple[str, ...] | None = None
     kube: KubeArgs | None = None
     slurm: SlurmArgs | None = None
     strict_fifo: bool = False
