@@ -227,26 +227,30 @@ def test_the_example_drains_one_node_ends_a_no_requeue_job_and_requeues_a_gang()
 
 
 def test_the_local_slurm_adapter_applies_node_events_with_scontrol(tmp_path):
-    """`labkit slurm run` replays each event at its scaled time in Slurm's words; a recover of a node
-    still drained drains it again (IDLE clears DRAIN); `labkit export slurm` writes them as a script."""
+    """`labkit slurm run` replays each event at its scaled time in Slurm's words; a failed node is
+    drained before it is set DOWN (its slurmd still answers: ReturnToService=2 puts it back at once)
+    and undrained when it recovers, unless an operator's drain holds; `labkit export slurm` writes
+    them as a script."""
     from labkit.engine.events import NODE_KINDS
     from labkit.engine.slurm.reference import NODE_WORDS
     from labkit.slurm.conf import export, slurm_scenario
-    from labkit.slurm.nodes import WORDS, node_actions, scontrol_updates
+    from labkit.slurm.nodes import WORDS, NodeFlags, node_actions, scontrol_updates
 
     assert [WORDS[kind] for kind in NODE_KINDS] == list(NODE_WORDS)
     events = [{"at": 60, "node": "n-1", "kind": "cordon"}, {"at": 90, "node": "n", "kind": "fail"},
               {"at": 120, "node": "n", "kind": "recover"}, {"at": 300, "node": "n-0", "kind": "interrupt"}]
     given = scenario(TRAIN, events)
     expanded, _ = slurm_scenario(given)
-    drained: set[str] = set()
-    updates = [(action.at, update) for action in node_actions(expanded) for update in scontrol_updates(action, drained)]
+    flags = NodeFlags()
+    updates = [(action.at, update) for action in node_actions(expanded) for update in scontrol_updates(action, flags)]
+    pool = "nodename=n-0,n-1,n-2"
     assert updates == [
         (60, ["update", "nodename=n-1", "state=DRAIN", "reason=labkit cordon at 60s"]),
-        (90, ["update", "nodename=n-0,n-1,n-2", "state=DOWN", "reason=labkit fail at 90s"]),
-        (120, ["update", "nodename=n-0,n-1,n-2", "state=IDLE"]),
-        (120, ["update", "nodename=n-1", "state=DRAIN", "reason=labkit drain kept at 120s"]),
+        (90, ["update", pool, "state=DRAIN", "reason=labkit fail at 90s"]),
+        (90, ["update", pool, "state=DOWN", "reason=labkit fail at 90s"]),
+        (120, ["update", "nodename=n-0,n-2", "state=UNDRAIN"]),  # n-1 stays cordoned
         (180, ["update", "nodename=n-0", "state=DRAIN", "reason=labkit drain at 180s"]),  # the 2m notice
+        (300, ["update", "nodename=n-0", "state=DRAIN", "reason=labkit fail at 300s"]),
         (300, ["update", "nodename=n-0", "state=DOWN", "reason=labkit fail at 300s"])]
     written = export(given, tmp_path, 2.0, "labkit export slurm")
     script = (tmp_path / "node-events.sh").read_text()

@@ -1,25 +1,23 @@
 """A scenario's node events on the local Slurm, as an operator applies them: `scontrol update
-nodename=<nodes> state=...` at each event's scaled time, in Slurm's words (what the simulator does
-with each, engine/slurm/reference.py): `fail` DOWN (slurmctld kills the jobs there, requeueing
-those that may be), `recover` IDLE (the node available at once; RESUME would first wait for it to
-register again, node_mgr.c `_require_node_reg`; both clear DRAIN, so a node still drained is
-drained again), `cordon` and `drain` DRAIN, `uncordon` UNDRAIN (the DOWN state kept); an
-`interrupt` is a DRAIN at its notice and a DOWN at its time.
+nodename=<nodes> state=...` at each event's scaled time (what the simulator does with each:
+engine/slurm/reference.py). `cordon` and `drain` are DRAIN and `uncordon` UNDRAIN; an `interrupt`
+is a DRAIN at its notice and a failure at its time.
 
-A node set DOWN by scontrol while its slurmd runs comes back by itself only when it registers again
-(ReturnToService=2), which slurmctld asks of a node every few tens of minutes: longer than the
-runs this adapter makes.
+A `fail` is DOWN, which makes slurmctld kill the jobs there (requeueing those that may be), but on
+this cluster the node's slurmd still answers, and with ReturnToService=2 slurmctld puts a DOWN
+node that answers back to service at once (node_mgr.c `_node_did_resp`: "returned to service"),
+so the node is drained first: it comes back IDLE+DRAIN, taking no job, which is what the
+simulator's DOWN node is to the scheduler. `recover` undrains it (unless an operator's drain
+still holds).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..spec import Scenario
 from ..spec.timeline import node_events
 
-STATES = {"fail": "DOWN", "recover": "IDLE", "cordon": "DRAIN", "drain": "DRAIN", "uncordon": "UNDRAIN"}
-"""The node state scontrol sets for each node event kind (scontrol(1) `State=`)."""
 WORDS = {"fail": "NodeDown", "recover": "NodeUp", "cordon": "NodeDrain", "drain": "NodeDrain",
          "uncordon": "NodeUndrain"}
 """What the run's events table calls each step: the simulator's words (engine/slurm/reference.py
@@ -47,25 +45,32 @@ def node_actions(scenario: Scenario) -> list[NodeAction]:
     return [NodeAction(at, kind, pools.get(node, (node,))) for at, _, _, kind, node in steps]
 
 
-def scontrol_updates(action: NodeAction, drained: set[str]) -> list[list[str]]:
-    """The `scontrol update` argument lists of one step; `drained` (the nodes drained so far) is
-    kept up to date. A DOWN or DRAIN needs a reason (scontrol refuses it without one)."""
-    nodes = ",".join(action.nodes)
-    state = STATES[action.kind]
-    update = ["update", f"nodename={nodes}", f"state={state}"]
-    if state in ("DOWN", "DRAIN"):
-        update.append(f"reason=labkit {action.kind} at {action.at:g}s")
-    out = [update]
+@dataclass
+class NodeFlags:
+    """The nodes failed and the nodes drained by an operator so far (each keeps a node drained)."""
+
+    down: set[str] = field(default_factory=set)
+    drained: set[str] = field(default_factory=set)
+
+
+def scontrol_updates(action: NodeAction, flags: NodeFlags) -> list[list[str]]:
+    """The `scontrol update` argument lists of one step, `flags` kept up to date. A DOWN or DRAIN
+    needs a reason (scontrol refuses it without one)."""
+    reason = f"reason=labkit {action.kind} at {action.at:g}s"
+    nodes = set(action.nodes)
+    if action.kind == "fail":
+        flags.down |= nodes
+        return [["update", f"nodename={','.join(action.nodes)}", state, reason] for state in ("state=DRAIN",
+                                                                                               "state=DOWN")]
     if action.kind in ("cordon", "drain"):
-        drained.update(action.nodes)
-    elif action.kind == "uncordon":
-        drained.difference_update(action.nodes)
+        flags.drained |= nodes
+        return [["update", f"nodename={','.join(action.nodes)}", "state=DRAIN", reason]]
+    if action.kind == "recover":
+        flags.down -= nodes
     else:
-        still = [n for n in action.nodes if n in drained]
-        if action.kind == "recover" and still:
-            out.append(["update", f"nodename={','.join(still)}", "state=DRAIN",
-                        f"reason=labkit drain kept at {action.at:g}s"])
-    return out
+        flags.drained -= nodes
+    free = [n for n in action.nodes if n not in flags.down | flags.drained]
+    return [["update", f"nodename={','.join(free)}", "state=UNDRAIN"]] if free else []
 
 
 def script(actions: list[NodeAction], time_scale: float) -> str:
@@ -74,14 +79,14 @@ def script(actions: list[NodeAction], time_scale: float) -> str:
     header = (f"# labkit: the scenario's node events as `labkit slurm run` applies them, in real seconds after "
               f"the first submission (time scale {time_scale:g}); SLURM_CONF names the slurm.conf")
     lines = ["#!/bin/sh", header]
-    now, drained = 0.0, set()
+    now, flags = 0.0, NodeFlags()
     for action in actions:
         at = action.at / time_scale
         if at > now:
             lines.append(f"sleep {at - now:g}")
             now = at
         lines += [" ".join(["scontrol", *(_quoted(arg) for arg in update)])
-                  for update in scontrol_updates(action, drained)]
+                  for update in scontrol_updates(action, flags)]
     return "\n".join(lines) + "\n"
 
 

@@ -39,7 +39,7 @@ from ..spec.quantity import parse_duration, parse_quantity
 from . import parse
 from .cluster import ALREADY_UP, Cluster, require_slurm, up
 from .conf import SlurmJob, backfill_grid, scheduling_interval, slurm_jobs
-from .nodes import STATES, NodeAction, node_actions, scontrol_updates
+from .nodes import NodeAction, NodeFlags, node_actions, scontrol_updates
 
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL",
                           "DEADLINE", "OUT_OF_MEMORY"})
@@ -122,7 +122,7 @@ class Recorder:
     def node_event(self, action: NodeAction, now: float) -> None:
         """A node event applied at `now` (scontrol update): logged per node, with no job."""
         for node in action.nodes:
-            self.events.append((now, action.word, "", node, "", f"state={STATES[action.kind]}"))
+            self.events.append((now, action.word, "", node, "", f"labkit {action.kind}"))
             if action.kind == "fail":
                 self.down.append((now, node))
 
@@ -292,7 +292,7 @@ def run(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float
     stop = t0 + min(timeout, horizon)
     waiting = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
     actions = node_actions(scenario)
-    drained: set[str] = set()
+    flags = NodeFlags()
     touched: set[str] = set()
     time.sleep(max(0.0, begin - time.time()))
     try:
@@ -312,7 +312,7 @@ def run(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float
             while actions and begin + actions[0].at / time_scale <= now and not (
                     waiting and jobs[waiting[0]].submit <= actions[0].at / time_scale):  # submissions first
                 action = actions.pop(0)
-                for update in scontrol_updates(action, drained):
+                for update in scontrol_updates(action, flags):
                     cluster.command("scontrol", *update)
                 touched.update(action.nodes)
                 recorder.node_event(action, time.time())
