@@ -77,7 +77,10 @@ def test_spot_interruptions_restart_jobs_in_both_engines():
 def test_under_slurm_each_interruption_drains_at_its_notice_and_requeues_at_its_time():
     """Slurm: the notice is a DRAIN (the job there runs on), the interruption a DOWN that requeues
     the job from its last checkpoint; the replacement comes back up and undrained."""
-    scenario = _scenario(spot={"rate": 0.5, "notice": "2m", "replaceAfter": "20m"}, policy="slurm-backfill")
+    data = _data(spot={"rate": 0.5, "notice": "2m", "replaceAfter": "20m"}, policy="slurm-backfill")
+    for pool in data["cluster"]["pools"]:
+        pool["resources"]["cpu"] = 8  # a Slurm job takes at least one CPU per node
+    scenario = spec.validate(data)
     with pytest.warns(labkit.errors.LabkitWarning, match="Volcano Queues"):
         result, _ = assert_same(scenario)
     drawn = _interruptions(scenario)
