@@ -734,9 +734,10 @@ class Slurmctld:
         return [v for v in second if any(t.node in chosen for t in v.tasks)]
 
     def preempt(self, job: JobInfo, victims: list[JobInfo]) -> None:
-        """Stop the victims: REQUEUE (when the job's --requeue or JobRequeue allows it) puts them back in the queue, held
-        until BeginTime; CANCEL (or REQUEUE without JobRequeue) ends them; SUSPEND pauses them,
-        their memory and GRES still allocated, until the gang scheduler resumes them."""
+        """Stop the victims: REQUEUE puts them back in the queue, held until BeginTime, when they
+        may be requeued (`Problem.job_requeue`: --requeue, else JobRequeue); CANCEL (or REQUEUE of
+        a job that may not be) ends them; SUSPEND pauses them, their memory and GRES still
+        allocated, until the gang scheduler resumes them."""
         for victim in victims:
             how = {PreemptMode.REQUEUE: "requeue" if self.p.job_requeue[victim.index] else "cancel",
                    PreemptMode.CANCEL: "cancel", PreemptMode.SUSPEND: "suspend"}[self.mode(victim)]
