@@ -452,7 +452,8 @@ def cost(result: Result, price: dict[str, float] | float | None = None, resource
 
 def job_cost(result: Result, price: dict[str, float] | float | None = None, resource: str = GPU) -> pd.DataFrame:
     """cost(j) = sum over job j's pod runs of GPU-hours held x its pool's price; with jct, the pods
-    evicted by node events (`interrupted`: a failure, a drain, a spot interruption), the lost work
+    evicted by node events (`interrupted`: a failure, a drain, a spot interruption; under Slurm a job's
+    nodes killed with a DOWN node, NodeFail), the lost work
     and lost GPU-hours = lost work x the job's GPUs.
 
     What a job pays includes the runs whose work was lost: a spot pool is cheaper per GPU-hour,
@@ -461,7 +462,7 @@ def job_cost(result: Result, price: dict[str, float] | float | None = None, reso
     jobs = result.jobs
     keys = job_keys(result)
     events = result.events
-    by_node = events[(events.kind == "Evicted") & events.reason.isin(["TaintManagerEviction", "Drain"])]
+    by_node = events[(events.kind == "Evicted") & events.reason.isin(["TaintManagerEviction", "Drain", "NodeFail"])]
     paid = frame.groupby("job")[["gpu_hours", "cost"]].sum()
     table = jobs[["name", "namespace", "queue", "gpus", "jct", "lost_work"]].copy()
     table["gpu_hours"] = keys.map(paid.gpu_hours).fillna(0.0).to_numpy()

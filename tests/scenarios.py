@@ -183,24 +183,31 @@ def node_down_spans(scenario: spec.Scenario) -> dict[str, list[tuple[float, floa
 
 def pods_on_unavailable_nodes(result: Result) -> list[tuple]:
     """(pod, node, start) of every pod bound to a node while it is down or cordoned, and of every pod
-    still holding a node after that node failed or was drained (it must be evicted then)."""
+    still holding a node after that node failed or was drained (it must be evicted then; under Slurm
+    only a failure ends them: a DRAIN node keeps its running jobs, and a suspended job resumes on
+    its nodes, drained or not)."""
     spans = node_down_spans(result.scenario)
     bad = []
     lost_at = {}
     pools = {pool.name: pool.node_names() for pool in result.scenario.cluster.pools}
+    slurm = spec.scheduler_of(result.scenario).slurm is not None
+    ending = ("fail",) if slurm else ("fail", "drain")
     for _, event in timeline.node_events(result.scenario):
         for at, kind in event.steps():
-            if kind in ("fail", "drain"):
+            if kind in ending:
                 for node in pools.get(event.node, [event.node]):
                     lost_at.setdefault(node, []).append(at)
     tasks = result.tasks
     stop = tasks.evicted.fillna(tasks.end).fillna(np.inf).to_numpy(float)
-    for job, role, index, node, start, end in zip(tasks.job, tasks.role, tasks["index"], tasks.node,
-                                                  tasks.start.to_numpy(float), stop):
-        pod = f"{job}-{role}-{index}"
+    pods = [f"{job}-{role}-{index}" for job, role, index in zip(tasks.job, tasks.role, tasks["index"])]
+    # (pod, node, end) of the runs that ended without an eviction: suspended, if the pod ran again
+    paused = {(pod, node, end) for pod, node, end, kept in zip(pods, tasks.node, stop, tasks.evicted.isna()) if kept}
+    for pod, node, start, end in zip(pods, tasks.node, tasks.start.to_numpy(float), stop):
+        resumed = slurm and any(p == pod and n == node and e <= start for p, n, e in paused)
         # a pod bound at the instant of a failure was bound after it (node events come before that
         # instant's session), so only a pod already running when the node failed must have left it
-        if any(lo <= start < hi for lo, hi in spans.get(node, [])) or any(start < at < end for at in lost_at.get(node, [])):
+        if (any(lo <= start < hi for lo, hi in spans.get(node, [])) and not resumed) or any(
+                start < at < end for at in lost_at.get(node, [])):
             bad.append((pod, node, start))
     return bad
 
@@ -534,8 +541,9 @@ def kube_scenarios(draw, max_jobs: int = 8) -> spec.Scenario:
 @st.composite
 def slurm_scenarios(draw, max_jobs: int = 8) -> spec.Scenario:
     """2-6 nodes in one or two partitions (tiers), a QOS with GrpTRES and MaxTRESPerUser, jobs of 1-3
-    nodes with time limits (some shorter than their run), under backfill or builtin, with or without
-    preemption (REQUEUE, CANCEL, SUSPEND) and accounting."""
+    nodes with time limits (some shorter than their run), checkpoints and --requeue or --no-requeue,
+    under backfill or builtin, with or without preemption (REQUEUE, CANCEL, SUSPEND), accounting
+    and node events (DOWN, DRAIN, spot interruptions)."""
     count = draw(st.integers(2, 6))
     gpus = draw(st.sampled_from([4, 8]))
     pools = [{"name": "n", "count": count, "resources": {"nvidia.com/gpu": gpus, "cpu": 8, "memory": "64Gi"}}]
@@ -556,17 +564,23 @@ def slurm_scenarios(draw, max_jobs: int = 8) -> spec.Scenario:
             job["qos"] = "capped"
         if draw(st.integers(0, 3)):
             job["timeLimit"] = draw(st.sampled_from([60, 300, 900, 1800]))
+        if draw(st.booleans()):
+            job["checkpointInterval"] = draw(st.sampled_from([60, 300]))
+        if not draw(st.integers(0, 3)):
+            job["requeue"] = draw(st.booleans())
         jobs.append(job)
     conf = {"SchedulerType": draw(st.sampled_from(["sched/backfill", "sched/builtin"])),
             "SchedulerParameters": f"bf_interval={draw(st.sampled_from([5, 30]))}",
-            "PriorityWeightJobSize": 1000, "PriorityWeightPartition": 1000}
+            "PriorityWeightJobSize": 1000, "PriorityWeightPartition": 1000,
+            "JobRequeue": draw(st.sampled_from([0, 1, 1]))}
     if draw(st.booleans()):
         conf |= {"AccountingStorageType": "accounting_storage/slurmdbd", "AccountingStorageEnforce": "limits,qos",
                  "PriorityWeightFairshare": 2000, "PriorityWeightAge": 500, "PriorityMaxAge": "1h"}
     mode = draw(st.sampled_from(["OFF", "REQUEUE", "CANCEL", "SUSPEND"]))
     if mode != "OFF" and len(partitions) > 1:
         conf |= {"PreemptType": "preempt/partition_prio", "PreemptMode": mode}
-    return spec.validate({"name": "slurm", "horizon": "12h", "cluster": {"pools": pools},
+    cluster = {"pools": pools, "events": draw(node_events(pools, 2400))}
+    return spec.validate({"name": "slurm", "horizon": "12h", "cluster": cluster,
                           "slurm": {"partitions": partitions, "qos": qos}, "jobs": jobs,
                           "scheduler": {"policy": "random", "slurm": conf}})
 

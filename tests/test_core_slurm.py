@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scenarios import assert_same, slurm_scenarios
+from scenarios import assert_same, node_events, slurm_scenarios
 
 import labkit
 from labkit import spec
@@ -32,7 +32,8 @@ def test_random_slurm_scenarios_decide_the_same(scenario):
 def slurm_trees(draw, max_jobs: int = 8) -> spec.Scenario:
     """What `slurm_scenarios` rarely reaches: CPU-only jobs (SUSPEND preempts them), GraceTime with
     CANCEL, preempt/qos, partitions of some pools, MaxNodes, accounts and users under them with
-    FairShare (some `parent`), classic fair share (NO_FAIR_TREE), ACCRUE_ALWAYS, JobRequeue=0."""
+    FairShare (some `parent`), classic fair share (NO_FAIR_TREE), ACCRUE_ALWAYS, JobRequeue=0, and
+    node events among suspended and terminating jobs."""
     pools = [{"name": f"p{k}", "count": draw(st.integers(1, 2)),
               "resources": {"nvidia.com/gpu": 4, "cpu": 8, "memory": "32Gi"}} for k in range(2)]
     grace = draw(st.sampled_from([0, 30]))
@@ -54,6 +55,8 @@ def slurm_trees(draw, max_jobs: int = 8) -> spec.Scenario:
                           "resources": {"nvidia.com/gpu": gpu, "cpu": draw(st.sampled_from([2, 6, 8]))}}]}
         if draw(st.booleans()):
             job["timeLimit"] = draw(st.sampled_from([300, 1200]))
+        if draw(st.booleans()):
+            job["checkpointInterval"] = 120
         jobs.append(job)
     conf = {"SchedulerType": draw(st.sampled_from(["sched/backfill", "sched/builtin"])),
             "SchedulerParameters": f"bf_interval=10,bf_resolution={draw(st.sampled_from([1, 60]))},"
@@ -67,7 +70,8 @@ def slurm_trees(draw, max_jobs: int = 8) -> spec.Scenario:
     flags = [f for f in ("NO_FAIR_TREE", "ACCRUE_ALWAYS") if draw(st.booleans())]
     if flags:
         conf["PriorityFlags"] = ",".join(flags)
-    return spec.validate({"name": "slurm-tree", "horizon": "6h", "cluster": {"pools": pools},
+    cluster = {"pools": pools, "events": draw(node_events(pools, 1500))}
+    return spec.validate({"name": "slurm-tree", "horizon": "6h", "cluster": cluster,
                           "slurm": {"partitions": partitions, "qos": qos, "accounts": accounts, "users": users},
                           "jobs": jobs, "scheduler": {"policy": "custom", "slurm": conf}})
 
@@ -78,7 +82,7 @@ def test_preemption_modes_and_fair_share_trees_decide_the_same(scenario):
     assert_same(scenario)
 
 
-@pytest.mark.parametrize("name", ["slurm-backfill.yaml", "slurm-preempt.yaml"])
+@pytest.mark.parametrize("name", ["slurm-backfill.yaml", "slurm-preempt.yaml", "slurm-node-failure.yaml"])
 def test_examples_are_identical(name):
     fast, _ = assert_same(labkit.load(EXAMPLES / name))
     assert len(fast.events)

@@ -157,12 +157,6 @@ def test_bad_node_events_name_the_field(events, path, message):
     assert str(err.value).startswith(path) and message in str(err.value) and "\n" not in str(err.value)
 
 
-def test_slurm_refuses_node_events():
-    scenario = _scenario([{"at": "1h", "node": "a-0", "kind": "fail"}], policy="slurm-backfill")
-    with pytest.raises(SpecError, match=r"^cluster\.events: node events: "):
-        labkit.simulate(scenario)
-
-
 def test_kube_scheduler_filters_a_cordoned_node_and_a_failed_one_by_their_own_reasons():
     """Under kube-scheduler a cordoned node fails NodeUnschedulable and a NotReady one the
     TaintToleration filter (its node.kubernetes.io/unreachable taint); the pod lost on the failed
@@ -248,15 +242,13 @@ cluster:
 """
 
 
-def test_the_real_cluster_adapters_refuse_node_events():
+def test_the_real_volcano_adapter_refuses_node_events():
+    """(The local Slurm applies them with scontrol: tests/test_slurm_node_events.py.)"""
     from labkit.k8s.manifests import manifests
-    from labkit.slurm.conf import slurm_scenario
 
     scenario = _scenario([{"at": "1h", "node": "a-0", "kind": "drain"}])
     with pytest.raises(SpecError, match=r"^cluster\.events: node events are simulated only"):
         manifests(scenario)
-    with pytest.raises(SpecError, match=r"^cluster\.events: node events are simulated only"):
-        slurm_scenario(scenario, "slurm-backfill")
 
 
 def test_get_events_lists_the_node_events_as_a_cluster_records_them():

@@ -10,7 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from scenarios import broken_gangs, over_committed_nodes, qos_over_limits, slurm_scenarios
+from scenarios import (
+    broken_gangs,
+    over_committed_nodes,
+    pods_on_unavailable_nodes,
+    qos_over_limits,
+    slurm_scenarios,
+)
 
 import labkit
 from labkit import spec
@@ -380,6 +386,7 @@ def test_slurm_invariants(scenario):
     assert not over_committed_nodes(result)
     assert not broken_gangs(result)
     assert not qos_over_limits(result)
+    assert not pods_on_unavailable_nodes(result)  # no job starts on a DOWN or DRAIN node, none outlives a DOWN one
     timed = result.jobs[result.jobs.state == "Timeout"]
     limits = {j.name: spec.quantity.parse_duration(j.time_limit) for j in scenario.jobs if j.time_limit is not None}
     last_start = result.tasks.groupby("job").start.max()  # a requeued job's limit counts from its restart

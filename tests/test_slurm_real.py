@@ -1,8 +1,9 @@
 """The real Slurm: the examples on a local slurmctld with four slurmd, checked against slurm_local.md
 and against the simulator (`labkit compare`).
 
-Marked `slurm`; skipped, saying why, when Slurm or root is missing. The three runs (backfill,
-stopped once every job has started; builtin; partition preemption) go in parallel, each on its own
+Marked `slurm`; skipped, saying why, when Slurm or root is missing. The four runs (backfill,
+stopped once every job has started; builtin; partition preemption; node events applied with
+scontrol, until the example's 6-minute horizon) go in parallel, each on its own
 cluster (state dir and ports), at time scale 1: the example time limits are whole minutes, Slurm's unit, so nothing is rounded. The
 module's clusters are stopped at the end, even when a test fails.
 """
@@ -37,8 +38,10 @@ CASES = {
     "backfill": ("slurm-backfill.yaml", None),
     "builtin": ("slurm-backfill.yaml", "slurm-builtin"),
     "preempt": ("slurm-preempt.yaml", None),
+    "nodes": ("slurm-node-failure.yaml", None),
 }
-"""case -> (example, policy): sched/backfill, sched/builtin, preempt/partition_prio with REQUEUE."""
+"""case -> (example, policy): sched/backfill, sched/builtin, preempt/partition_prio with REQUEUE, node
+events (DRAIN, DOWN with --no-requeue and with a requeue)."""
 TIMEOUT = 540
 
 
@@ -157,6 +160,24 @@ def test_partition_preemption_requeues_both_low_jobs(real):
     assert sorted(restarts.job) == ["default/l1", "default/l2"]
     assert all(t >= evicted[job] + 120 for job, t in zip(restarts.job, restarts.time))  # BeginTime = now + 121 s
     assert set(jobs.state) == {"Completed"}
+
+
+def test_node_events_drain_down_and_requeue_on_the_real_slurm(real):
+    """slurm-node-failure.yaml through scontrol: the DRAIN keeps finetune running, the --no-requeue
+    job ends NODE_FAIL when its node goes DOWN, the gang on the other DOWN node is requeued and
+    starts again at its BeginTime (now + 121 s), the waiting job starts once its node is back."""
+    result = _real(real, "nodes")
+    jobs = result.jobs.set_index("name")
+    assert jobs.state["finetune"] == "Completed" and jobs.evictions["finetune"] == 0
+    assert jobs.state["eval"] == "NodeFail" and 60 <= jobs.end["eval"] <= 62
+    assert 90 <= jobs.start["sweep"] <= 90 + 6
+    evicted = result.events[(result.events.kind == "Evicted") & (result.events.job == "default/pretrain")]
+    assert len(evicted) == 1 and evicted.reason.iloc[0] == "NodeFail"
+    again = result.tasks[(result.tasks.job == "default/pretrain") & (result.tasks.start > 160)]
+    # BeginTime = now + 121 s; the next main-scheduler pass (sched_interval 60 s) starts it (README, Limits)
+    assert len(again) == 2 and (again.start >= 160 + 121).all() and (again.start <= 160 + 121 + 62).all()
+    down = result.events[result.events.kind == "NodeDown"].sort_values("time")
+    assert down.node.tolist() == ["n-3", "n-0"] and ((down.time.to_numpy() - [60, 160]) < 2).all()
 
 
 def _simulated(case: str) -> dict:

@@ -74,6 +74,27 @@ def test_spot_interruptions_restart_jobs_in_both_engines():
     assert result.jobs.jct.mean() > plain.jobs.jct.mean()
 
 
+def test_under_slurm_each_interruption_drains_at_its_notice_and_requeues_at_its_time():
+    """Slurm: the notice is a DRAIN (the job there runs on), the interruption a DOWN that requeues
+    the job from its last checkpoint; the replacement comes back up and undrained."""
+    data = _data(spot={"rate": 0.5, "notice": "2m", "replaceAfter": "20m"}, policy="slurm-backfill")
+    for pool in data["cluster"]["pools"]:
+        pool["resources"]["cpu"] = 8  # a Slurm job takes at least one CPU per node
+    scenario = spec.validate(data)
+    with pytest.warns(labkit.errors.LabkitWarning, match="Volcano Queues"):
+        result, _ = assert_same(scenario)
+    drawn = _interruptions(scenario)
+    events = result.events
+    lost = events[events.kind == "Evicted"]
+    assert len(drawn) and len(lost) and set(lost.reason) == {"NodeFail"}
+    assert set(zip(lost.time, lost.node)) <= set(drawn)
+    for at, node in drawn:
+        assert ((events.kind == "NodeDown") & (events.node == node) & (events.time == at)).sum() == 1
+        assert ((events.kind == "NodeDrain") & (events.node == node) & (events.time == at - 120)).sum() == 1
+    assert result.jobs.lost_work.sum() > 0 and not pods_on_unavailable_nodes(result)
+    assert metrics.job_cost(result).interrupted.sum() == len(lost)
+
+
 def test_a_pool_wide_process_takes_every_node_at_once_and_without_replacement_they_stay_down():
     scenario = _scenario(spot={"rate": 1, "per": "pool", "replaceAfter": None})
     drawn = [(path, e.at, e.node, e.kind) for path, e in node_events(scenario)]
@@ -149,14 +170,14 @@ def test_cli_negative_rate_is_one_line_and_exit_2(tmp_path):
     assert run.returncode == 2 and run.stderr.strip().count("\n") == 0 and "spot.rate" in run.stderr
 
 
-def test_slurm_refuses_spot_pools_and_the_real_cluster_adapters_too():
+def test_the_real_cluster_adapters_refuse_spot_pools():
     from labkit.k8s.manifests import manifests
+    from labkit.slurm.conf import slurm_scenario
 
-    scenario = _scenario(spot={"rate": 1}, policy="slurm-backfill")
-    with pytest.raises(SpecError, match=r"^cluster\.pools\[1\]\.spot: node events: "):
-        labkit.simulate(scenario)
     with pytest.raises(SpecError, match=r"^cluster\.pools\[1\]\.spot: spot interruptions are simulated only"):
         manifests(_scenario(spot={"rate": 1}))
+    with pytest.raises(SpecError, match=r"^cluster\.pools\[1\]\.spot: spot interruptions are simulated only"):
+        slurm_scenario(_scenario(spot={"rate": 1}), "slurm-backfill")
 
 
 def test_the_example_prices_its_spot_and_on_demand_pools_and_applies_its_changes():

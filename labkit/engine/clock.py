@@ -80,7 +80,7 @@ from .events import (
     WAKE,
 )
 from .hypernodes import span_level
-from .problem import Decisions, PodGroupPhase, Problem, State, TaskStatus, rank_by
+from .problem import Decisions, Eviction, PodGroupPhase, Problem, State, TaskStatus, rank_by
 from .records import RunRecord
 
 REQUEUE_DELAY, MAX_REQUEUE = 0.005, 15
@@ -258,14 +258,22 @@ class Simulation:
         node lifecycle controller's NoExecute taint evicts them, TaintManagerEviction); a drained
         node is cordoned and its pods evicted (kubectl drain); either way each pod goes the way
         an evicted pod does (`_evict`: below minAvailable its job restarts from its last
-        checkpoint). A node takes pods while it is neither down nor cordoned."""
+        checkpoint). A node takes pods while it is neither down nor cordoned. Under Slurm
+        (`Policy.node_fail_ends_job`) a failed node ends its jobs whole (`_node_failed`) and a
+        drained one keeps them."""
         n, what = int(self.c.event_node[e]), int(self.c.event_kind[e])
         if what in (FAIL, RECOVER):
             self.down[n] = what == FAIL
         else:
             self.cordoned[n] = what in (CORDON, DRAIN)
         self.p.node_schedulable[n] = not (self.down[n] or self.cordoned[n])
-        self._log(now, NODE_LOGGED[what], -1, -1, n)
+        self._log(now, (self.p.policy.node_words or NODE_LOGGED)[what], -1, -1, n)
+        if self.p.policy.node_fail_ends_job:
+            if what == FAIL:
+                for t in np.flatnonzero((self.node == n) & (self.status == TaskStatus.RUNNING)):
+                    if self.status[t] == TaskStatus.RUNNING:  # not killed with an earlier pod of its job
+                        self._node_failed(now, int(self.p.task_job[t]), n)
+            return
         if what not in (FAIL, DRAIN):
             return
         for t in np.flatnonzero((self.node == n) & (self.status == TaskStatus.RUNNING)):
@@ -592,10 +600,25 @@ class Simulation:
         self.work_done[j] = min(done, self.c.job_work[j])
         self.final_state[j] = "Timeout"
 
-    def _preempt_job(self, now: float, j: int, eviction) -> None:
+    def _node_failed(self, now: float, j: int, n: int) -> None:
+        """Slurm's kill_running_job_by_node_name for a job with a node on failed node `n`: the
+        whole job is killed at once, without a grace period, and requeued when it may be
+        (`Problem.job_requeue`), else it ends: state NodeFail, reason NodeDown; slurmctld's log
+        line is the message."""
+        name, node = self.p.job_names[j], self.p.node_names[n]
+        if self.p.job_requeue[j]:
+            eviction = Eviction(-1, "NodeFail", f"requeue JobId={name} due to failure of node {node}", "requeue")
+        else:
+            eviction = Eviction(-1, "NodeFail", f"Killing JobId={name} on failed node {node}", "cancel")
+        self._preempt_job(now, j, eviction, ended=("NodeFail", "NodeDown", "NodeFail"), grace=0.0)
+
+    def _preempt_job(self, now: float, j: int, eviction, ended: tuple[str, str, str] = ("Cancelled", "Preempted",
+                     "Preempted"), grace: float | None = None) -> None:
         """A whole job preempted the way its mode says: requeue (pods deleted, the job pending
         again once they are gone, not before now + requeue_hold), cancel (pods deleted, the job
-        ends: Preempted), suspend (pods keep their nodes, work and time limit pause)."""
+        ends: the kind, reason and state of `ended`), suspend (pods keep their nodes, work and
+        time limit pause). A suspended job requeued or cancelled loses its work since its last
+        checkpoint as a running one does. The pods terminate in `grace` (default: the job's)."""
         lo, hi = self.c.job_pods[j], self.c.job_pods[j + 1]
         holding = [t for t in range(lo, hi) if self.status[t] == TaskStatus.RUNNING]
         for t in holding:
@@ -611,25 +634,32 @@ class Simulation:
                 self.version[j] += 1
             else:
                 self._stop_work(now, j)
+        elif self.suspended[j] and eviction.mode != "suspend":
+            interval = self.c.job_checkpoint[j]
+            kept = math.floor(self.work_done[j] / interval) * interval if math.isfinite(interval) else 0.0
+            self.lost_work[j] += self.work_done[j] - kept
+            self.work_done[j] = kept
         if eviction.mode == "suspend":
             self.suspended[j] = True
             for t in holding:
                 self._close_run(t, now)
             self._log(now, "Suspended", j, reason="Preempted", message=eviction.reason)
             return
+        self.suspended[j] = False
         for t in holding:
-            self._terminate(now, t)
+            self._terminate(now, t, grace)
         if eviction.mode == "requeue":
             self.restarts[j] += 1
             self.limit_used[j] = 0.0
             self.eligible[j] = now + self.p.policy.requeue_hold
             self._log(now, "Restarting", j, reason="Requeue", message=f"BeginTime={self.eligible[j]:g} ({eviction.reason})")
             return
+        kind, reason, state = ended
         self.done[j] = True
         self.phase[j] = PodGroupPhase.COMPLETED
         self.end_time[j] = now
-        self.final_state[j] = "Preempted"
-        self._log(now, "Cancelled", j, reason="Preempted", message=eviction.reason)
+        self.final_state[j] = state
+        self._log(now, kind, j, reason=reason, message=eviction.reason)
 
     # ---------------------------------------------------------------------------- evictions
 
@@ -658,12 +688,14 @@ class Simulation:
         self.restarts[j] += 1
         self._log(now, "Restarting", j, reason="PodEvicted", message="RestartJob: the gang fell below minAvailable")
 
-    def _terminate(self, now: float, t: int) -> None:
-        """Graceful pod deletion: resources stay in use (Releasing) until the grace period ends."""
+    def _terminate(self, now: float, t: int, grace: float | None = None) -> None:
+        """Graceful pod deletion: resources stay in use (Releasing) until the grace period ends
+        (`grace`, default the job's)."""
         self.status[t] = TaskStatus.RELEASING
         if self.open_run[t] >= 0:
             self.trace.runs[self.open_run[t]][4] = now
-        heapq.heappush(self.heap, (now + float(self.c.job_grace[self.p.task_job[t]]), RELEASED, t, 0))
+        grace = float(self.c.job_grace[self.p.task_job[t]]) if grace is None else grace
+        heapq.heappush(self.heap, (now + grace, RELEASED, t, 0))
 
     def _stop_work(self, now: float, j: int) -> None:
         """Account the run that ends now: keep the work up to the last checkpoint, lose the rest."""

@@ -487,10 +487,16 @@ def finish_as(s, now, j, kind, msg):
 @jit
 def terminate(s, now, t):
     """Graceful deletion: the pod holds its resources (Releasing) until its grace period ends."""
+    terminate_in(s, now, t, s.j_grace[s.t_job[t]])
+
+
+@jit
+def terminate_in(s, now, t, grace):
+    """:func:`terminate` with a grace period of ``grace`` seconds (clock.Simulation._terminate)."""
     set_status(s, t, RELEASING, s.node[t])
     if s.open_run[t] >= 0:
         s.runs[s.open_run[t], 4] = now
-    push_event(s, now + s.j_grace[s.t_job[t]], RELEASED, t, 0)
+    push_event(s, now + grace, RELEASED, t, 0)
 
 
 @jit

@@ -248,6 +248,12 @@ class Policy:
       enqueue (a vcjob's pods appear after its PodGroup leaves Pending).
     * ``requeue_hold``: seconds a job restarted by eviction waits before it may start again
       (Slurm's requeued BeginTime, now + cred_expire 120 s + 1).
+    * ``node_fail_ends_job``: a failed node ends every job with a pod on it as a whole, at once:
+      requeued like a preempted job (held for ``requeue_hold``) when ``Problem.job_requeue`` allows
+      it, else ended (state NodeFail); a drained node keeps its running jobs (Slurm's DOWN and
+      DRAIN). Else each pod on a failed or drained node is evicted on its own (Kubernetes).
+    * ``node_words``: the kind a node event logs, per ``events.NODE_KINDS`` (Slurm's node states);
+      None: Kubernetes' words (``events.NODE_LOGGED``).
     * ``kube`` (:class:`KubeArgs`), ``slurm`` (:class:`SlurmArgs`): the family's resolved settings.
     * ``strict_fifo``: allocate stops a queue at its first job that it cannot place, for the rest
       of the session (the scenario's ``scheduler.queueingStrategy: StrictFIFO``; Volcano only).
@@ -264,6 +270,8 @@ class Policy:
     action_on_event: np.ndarray | None = None
     pods_at_submit: bool = False
     requeue_hold: float = 0.0
+    node_fail_ends_job: bool = False
+    node_words: tuple[str, ...] | None = None
     kube: KubeArgs | None = None
     slurm: SlurmArgs | None = None
     strict_fifo: bool = False
@@ -324,7 +332,7 @@ class SlurmArgs:
       (PriorityFlags); ``dampening`` (FairShareDampeningFactor).
     * ``preempt_type`` 0 none, 1 partition_prio, 2 qos; ``preempt_mode`` (:class:`PreemptMode`).
     * ``slurmdbd``: accounting is on (age, fair-share and QOS count); ``enforce_limits``:
-      AccountingStorageEnforce has limits (QOS GrpTRES / MaxTRESPerUser hold); ``job_requeue``.
+      AccountingStorageEnforce has limits (QOS GrpTRES / MaxTRESPerUser hold).
     """
 
     backfill: bool
@@ -349,7 +357,6 @@ class SlurmArgs:
     preempt_mode: int
     slurmdbd: bool
     enforce_limits: bool
-    job_requeue: bool
 
 
 def policy_from_conf(
@@ -597,7 +604,8 @@ class Problem:
       QOS ``normal``, every job a user of ``root``, no time limits)
       ``job_partition`` (J,) int64 into ``partition_names`` (Pa,); ``job_qos`` (J,) int64 into
       ``qos_names`` (Qs,); ``job_assoc`` (J,) int64, the user association into ``assoc_names``;
-      ``job_time_limit`` (J,) float64 seconds, inf = INFINITE.
+      ``job_time_limit`` (J,) float64 seconds, inf = INFINITE; ``job_requeue`` (J,) bool, the job may
+      be requeued (sbatch --requeue, default JobRequeue; left out: every job may).
       ``partition_nodes`` (Pa, N) bool; ``partition_tier`` (Pa,) int64 PriorityTier;
       ``partition_job_factor`` (Pa,) int64 PriorityJobFactor; ``partition_preempt_mode`` (Pa,)
       int64 :class:`PreemptMode`; ``partition_max_nodes`` (Pa,) int64, -1 = unlimited.
@@ -661,6 +669,7 @@ class Problem:
     job_qos: np.ndarray | None = None
     job_assoc: np.ndarray | None = None
     job_time_limit: np.ndarray | None = None
+    job_requeue: np.ndarray | None = None
     partition_names: tuple[str, ...] = ("default",)
     partition_nodes: np.ndarray | None = None
     partition_tier: np.ndarray | None = None
@@ -697,6 +706,7 @@ class Problem:
             "job_qos": lambda: np.zeros(self.n_jobs, np.int64),
             "job_assoc": lambda: np.zeros(self.n_jobs, np.int64),
             "job_time_limit": lambda: np.full(self.n_jobs, np.inf),
+            "job_requeue": lambda: np.ones(self.n_jobs, bool),
             "partition_nodes": lambda: np.ones((n_part, self.n_nodes), bool),
             "partition_tier": lambda: np.ones(n_part, np.int64),
             "partition_job_factor": lambda: np.ones(n_part, np.int64),
@@ -756,7 +766,7 @@ _SHAPES = {
     "task_critical": ("T",), "task_index": ("T",), "task_rank": ("T",), "task_class": ("T",),
     "class_node_ok": ("C", "N"),
     "hdrf_parent": ("H",), "hdrf_weight": ("H",), "queue_hdrf_node": ("Q",),
-    "job_partition": ("J",), "job_qos": ("J",), "job_assoc": ("J",), "job_time_limit": ("J",),
+    "job_partition": ("J",), "job_qos": ("J",), "job_assoc": ("J",), "job_time_limit": ("J",), "job_requeue": ("J",),
     "partition_nodes": ("Pa", "N"), "partition_tier": ("Pa",), "partition_job_factor": ("Pa",),
     "partition_preempt_mode": ("Pa",), "partition_max_nodes": ("Pa",),
     "qos_priority": ("Qs",), "qos_preempt": ("Qs", "Qs"), "qos_preempt_mode": ("Qs",),

@@ -8,7 +8,8 @@
     down(cluster)                               # stops exactly the daemons up started
 
 `conf` writes slurm.conf, gres.conf and the sbatch scripts; `cluster` starts and stops the daemons;
-`run` submits and records; `parse` reads scontrol/sinfo/squeue output.
+`run` submits, applies the node events (`nodes`: scontrol update) and records; `parse` reads
+scontrol/sinfo/squeue output.
 """
 
 from .cluster import Cluster, down, missing_programs, up

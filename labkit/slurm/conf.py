@@ -27,6 +27,7 @@ from ..spec.checks import simulated_only
 from ..spec.model import SlurmConf, SlurmPartition
 from ..spec.quantity import parse_duration, parse_quantity
 from ..workloads import expand
+from .nodes import node_actions, script
 
 FIRST_PORT = 6817
 """SlurmctldPort when nothing else asks; the slurmd ports follow it, one per node."""
@@ -96,6 +97,8 @@ class SlurmJob:
     qos: str | None
     submit: float
     sleep: float
+    requeue: bool | None = None
+    """sbatch --requeue (True) or --no-requeue (False); None: JobRequeue decides."""
 
 
 def slurm_scenario(scenario: Scenario, policy: str | None = None) -> tuple[Scenario, SlurmConf]:
@@ -105,7 +108,7 @@ def slurm_scenario(scenario: Scenario, policy: str | None = None) -> tuple[Scena
         if behind.slurm is None:
             raise SpecError("--policy", f"policy {policy!r} is not a Slurm policy")
         scenario = scenario.model_copy(update={"scheduler": behind})
-    simulated_only(scenario)
+    simulated_only(scenario, node_events=True)  # `run` applies them with scontrol (nodes.py)
     conf = scheduler_of(scenario).slurm
     if conf is None:
         raise SpecError("scheduler", "this scenario runs under a Volcano conf; give a Slurm policy "
@@ -316,7 +319,8 @@ def slurm_jobs(scenario: Scenario, time_scale: float = 1.0) -> list[SlurmJob]:
             roles=tuple((t.name, t.replicas_resolved) for t in job.tasks),
             cpus=_cpus(pod), mem_mb=_mebibytes(pod), gpus=_gpus(pod), time_limit_min=limit,
             partition=job.partition or default or "", qos=job.qos,
-            submit=parse_duration(job.submit) / time_scale, sleep=_run_time(scenario, job, f"jobs[{i}]") / time_scale))
+            submit=parse_duration(job.submit) / time_scale, sleep=_run_time(scenario, job, f"jobs[{i}]") / time_scale,
+            requeue=job.requeue))
     return out
 
 
@@ -335,6 +339,7 @@ def sbatch_script(job: SlurmJob, state_dir: Path, time_scale: float = 1.0) -> st
     lines += [f"#SBATCH -t {job.time_limit_min}"] if job.time_limit_min else []
     lines += [f"#SBATCH -p {job.partition}"] if job.partition else []
     lines += [f"#SBATCH --qos={job.qos}"] if job.qos else []
+    lines += [] if job.requeue is None else ["#SBATCH --requeue" if job.requeue else "#SBATCH --no-requeue"]
     out = state_dir.resolve() / "out"
     lines += [f"#SBATCH -D {out}", f"#SBATCH -o {out}/%x-%j.out", f"exec sleep {_seconds(job.sleep)}"]
     return "\n".join(lines) + "\n"
@@ -342,11 +347,15 @@ def sbatch_script(job: SlurmJob, state_dir: Path, time_scale: float = 1.0) -> st
 
 def render(scenario: Scenario, conf: SlurmConf, state_dir: Path, ports: Ports, time_scale: float = 1.0,
            header: str = "") -> dict[str, str]:
-    """Every file, by path relative to the state dir: slurm.conf, gres.conf, jobs/<name>.sbatch."""
+    """Every file, by path relative to the state dir: slurm.conf, gres.conf, jobs/<name>.sbatch and,
+    when the scenario has node events, node-events.sh (their scontrol commands at their times)."""
     files = {"slurm.conf": slurm_conf(scenario, conf, state_dir, ports, time_scale, header),
              "gres.conf": gres_conf(scenario, state_dir)}
     for job in slurm_jobs(scenario, time_scale):
         files[f"jobs/{job.key.replace('/', '.')}.sbatch"] = sbatch_script(job, state_dir, time_scale)
+    actions = node_actions(scenario)
+    if actions:
+        files["node-events.sh"] = script(actions, time_scale)
     return files
 
 

@@ -12,6 +12,11 @@ the time they were seen (poll interval 0.5 s). A job is submitted only once the 
 looked at every job submitted before it (`settle`), so jobs reach the scheduler in the scenario's order
 even when slurmctld is slow; the submit time recorded is the one Slurm gives.
 
+Node events (`cluster.events`) are applied at their scaled times, after the submissions of the same
+instant, with `scontrol update` (`nodes.py`), logged as the simulator logs them (NodeDown, NodeUp,
+NodeDrain, NodeUndrain); a job requeued while a node of its run was DOWN is Evicted with reason
+NodeFail (else Preempted). The nodes a run set DOWN or DRAIN are resumed when it ends.
+
 Table notes: `queue` is the partition, `priority` Slurm's job priority (multifactor), `enqueue` the
 submit time (Slurm has no admission stage), `evictions` the requeues (a preempted requeued job
 restarts its sleep: a sleep has no checkpoint), and a job sbatch refused has state Rejected.
@@ -34,6 +39,7 @@ from ..spec.quantity import parse_duration, parse_quantity
 from . import parse
 from .cluster import ALREADY_UP, Cluster, require_slurm, up
 from .conf import SlurmJob, backfill_grid, scheduling_interval, slurm_jobs
+from .nodes import NodeAction, NodeFlags, node_actions, scontrol_updates
 
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "PREEMPTED", "NODE_FAIL", "BOOT_FAIL",
                           "DEADLINE", "OUT_OF_MEMORY"})
@@ -94,6 +100,8 @@ class Recorder:
         self.tracks = [Track(job.key, partition=job.partition) for job in jobs]
         self.events: list[tuple] = []
         """(Unix time, kind, job, node, reason, message), as seen."""
+        self.down: list[tuple[float, str]] = []
+        """(Unix time, node) of each node set DOWN."""
         self._told = 0
 
     def _event(self, track: Track, *event) -> None:
@@ -110,6 +118,13 @@ class Recorder:
         track = self.tracks[index]
         track.job_id, track.submit = job_id, now
         self._event(track, now, "Submitted", "", "", f"JobId={job_id}")
+
+    def node_event(self, action: NodeAction, now: float) -> None:
+        """A node event applied at `now` (scontrol update): logged per node, with no job."""
+        for node in action.nodes:
+            self.events.append((now, action.word, "", node, "", f"labkit {action.kind}"))
+            if action.kind == "fail":
+                self.down.append((now, node))
 
     def rejected(self, index: int, message: str, now: float) -> None:
         track = self.tracks[index]
@@ -144,7 +159,10 @@ class Recorder:
         if restarts > track.restarts:
             if run is not None:
                 run.end, run.evicted = now, True
-                self._event(track, now, "Evicted", run.node_list, "Preempted", f"requeued (Restarts={restarts})")
+                failed = [node for at, node in self.down if node in run.nodes and run.start <= at <= now]
+                why = f"failure of node {failed[0]}" if failed else "preemption"
+                self._event(track, now, "Evicted", run.node_list, "NodeFail" if failed else "Preempted",
+                            f"requeued after {why} (Restarts={restarts})")
             track.restarts, run = restarts, None
         node_list = r.get("NodeList", "")
         ran = state == "RUNNING" or (state in FINAL_STATES and parse.hostnames(node_list))
@@ -162,7 +180,7 @@ class Recorder:
         if state in FINAL_STATES:
             track.end = parse.timestamp(r.get("EndTime"))
             if run is not None:
-                run.end, run.evicted = track.end, state == "PREEMPTED"
+                run.end, run.evicted = track.end, state in ("PREEMPTED", "NODE_FAIL")
             kind = "Evicted" if state == "PREEMPTED" else state_word(state)
             reason = r.get("Reason", "None")
             self._event(track, track.end, kind, node_list, state_word(state), "" if reason == "None" else reason)
@@ -189,7 +207,7 @@ class Recorder:
             start = rel(track.runs[0].start) if track.runs else math.nan
             rows.append([spec_job.name, spec_job.namespace, track.partition, track.priority, float(job.gpus * job.nodes),
                          rel(track.submit), rel(track.submit), start, rel(track.end), state_word(track.state),
-                         track.restarts + (track.state == "PREEMPTED"), lost])
+                         track.restarts + (track.state in ("PREEMPTED", "NODE_FAIL")), lost])
         jobs = pd.DataFrame(rows, columns=JOB_COLUMNS[:-2])
         jobs["wait"] = jobs.start - jobs.submit
         jobs["jct"] = jobs.end - jobs.submit
@@ -218,6 +236,14 @@ def submit(cluster: Cluster, script: str) -> tuple[int | None, str]:
         lines = done.stderr.strip().splitlines()
         return None, lines[-1] if lines else f"sbatch exit {done.returncode}"
     return int(done.stdout.strip().split(";")[0]), ""
+
+
+def restore(cluster: Cluster, touched: set[str]) -> None:
+    """Resume the nodes a run's node events left DOWN or DRAIN, so that the next run finds them up."""
+    states = parse.nodes(cluster.command("sinfo", "-h", "-N", "-o", "%N %T"))
+    left = sorted(n for n in touched if any(word in states.get(n, "") for word in ("down", "drain")))
+    if left:
+        cluster.command("scontrol", "update", f"nodename={','.join(left)}", "state=RESUME")
 
 
 def settle(cluster: Cluster, ids: list[int], timeout: float) -> None:
@@ -265,28 +291,42 @@ def run(scenario: Scenario, conf: SlurmConf, cluster: Cluster, time_scale: float
     horizon = parse_duration(scenario.horizon) / time_scale if scenario.horizon is not None else math.inf
     stop = t0 + min(timeout, horizon)
     waiting = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
+    actions = node_actions(scenario)
+    flags = NodeFlags()
+    touched: set[str] = set()
     time.sleep(max(0.0, begin - time.time()))
-    while True:
-        now = time.time()
-        if waiting and begin + jobs[waiting[0]].submit <= now:
-            settle(cluster, recorder.ids(unfinished=True), SETTLE_SECONDS)
-        due_at = jobs[waiting[0]].submit if waiting else math.nan
-        while waiting and jobs[waiting[0]].submit == due_at and begin + due_at <= now:
-            index = waiting.pop(0)
-            script = cluster.dir / "jobs" / f"{jobs[index].key.replace('/', '.')}.sbatch"
-            job_id, error = submit(cluster, str(script))
-            if job_id is None:
-                recorder.rejected(index, error, time.time())
-            else:
-                recorder.submitted(index, job_id, time.time())
-        seen = time.time()
-        recorder.feed(seen, parse.jobs(cluster.command("scontrol", "-o", "show", "job")))
-        for line in recorder.news():
-            tell(line)
-        if (not waiting and recorder.finished(until == "started")) or now >= stop:
-            break
-        due = begin + jobs[waiting[0]].submit if waiting else math.inf
-        time.sleep(max(0.0, min(due, now + POLL_SECONDS, stop) - time.time()))
+    try:
+        while True:
+            now = time.time()
+            if waiting and begin + jobs[waiting[0]].submit <= now:
+                settle(cluster, recorder.ids(unfinished=True), SETTLE_SECONDS)
+            due_at = jobs[waiting[0]].submit if waiting else math.nan
+            while waiting and jobs[waiting[0]].submit == due_at and begin + due_at <= now:
+                index = waiting.pop(0)
+                script = cluster.dir / "jobs" / f"{jobs[index].key.replace('/', '.')}.sbatch"
+                job_id, error = submit(cluster, str(script))
+                if job_id is None:
+                    recorder.rejected(index, error, time.time())
+                else:
+                    recorder.submitted(index, job_id, time.time())
+            while actions and begin + actions[0].at / time_scale <= now and not (
+                    waiting and jobs[waiting[0]].submit <= actions[0].at / time_scale):  # submissions first
+                action = actions.pop(0)
+                for update in scontrol_updates(action, flags):
+                    cluster.command("scontrol", *update)
+                touched.update(action.nodes)
+                recorder.node_event(action, time.time())
+            seen = time.time()
+            recorder.feed(seen, parse.jobs(cluster.command("scontrol", "-o", "show", "job")))
+            for line in recorder.news():
+                tell(line)
+            if (not waiting and not actions and recorder.finished(until == "started")) or now >= stop:
+                break
+            due = min(begin + jobs[waiting[0]].submit if waiting else math.inf,
+                      begin + actions[0].at / time_scale if actions else math.inf)
+            time.sleep(max(0.0, min(due, now + POLL_SECONDS, stop) - time.time()))
+    finally:
+        restore(cluster, touched)
     result = recorder.result()
     left = recorder.ids(unfinished=True)
     if left:

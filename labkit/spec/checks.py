@@ -201,8 +201,9 @@ def _check_changes(scenario: Scenario) -> None:
                             "command-line flag, not its conf: a change cannot set it")
 
 
-def simulated_only(scenario: Scenario) -> None:
-    """Refuse what only the simulator runs, for the adapters to a real cluster: node events."""
+def simulated_only(scenario: Scenario, node_events: bool = False) -> None:
+    """Refuse what only the simulator runs, for the adapters to a real cluster: spot pools, changes
+    in time and node events (`node_events`: the adapter applies `cluster.events` itself)."""
     for k, pool in enumerate(scenario.cluster.pools):
         if pool.spot is not None:
             raise SpecError(f"cluster.pools[{k}].spot", "spot interruptions are simulated only: a real cluster's "
@@ -210,7 +211,7 @@ def simulated_only(scenario: Scenario) -> None:
     if scenario.changes:
         raise SpecError("changes", "changes in time are simulated only: on a real cluster, kubectl apply them "
                                    "at their time (remove them to run it on one)")
-    if scenario.cluster.events:
+    if scenario.cluster.events and not node_events:
         raise SpecError("cluster.events", "node events are simulated only: a real cluster's nodes fail, cordon and "
                                           "drain by its operator's hand (remove them to run it on one)")
 

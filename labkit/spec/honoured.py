@@ -100,9 +100,10 @@ _TOPOLOGY_REQUEST = {
     "kube-scheduler": W("Kueue's (Topology Aware Scheduling); kube-scheduler ignores it"),
     "slurm": W("Kueue's (Topology Aware Scheduling); Slurm ignores it"),
 }
-_NODE_EVENTS = _by({"slurm": R("node events: this policy family's engines do not simulate them")})
-"""Node events: `cluster.events` and the interruptions a spot pool draws (a Volcano conf without the
-predicates plugin, or Kueue with waitForPodsReady, is refused when the scenario is compiled)."""
+_NODE_EVENTS = ALL
+"""Node events: `cluster.events` and the interruptions a spot pool draws, each family as its
+scheduler meets them (Slurm: DOWN and DRAIN, engine/slurm/reference.py); a Volcano conf without the
+predicates plugin, or Kueue with waitForPodsReady, is refused when the scenario is compiled."""
 _CHANGES = _only("volcano", R("changes in time: this policy family's engines do not simulate them"))
 """Queues, PriorityClasses and the conf changed in time: Volcano's reference engine applies them."""
 _HYPERNODES = {
@@ -173,7 +174,7 @@ TABLE: dict[str, tuple[Decision, ...]] = {
     "jobs[].priorityClassName": _by(_PRIORITY_CLASS),
     **_rows("jobs[].", "networkTopology networkTopology.mode networkTopology.highestTierAllowed",
             _by(_NETWORK_TOPOLOGY)),
-    **_rows("jobs[].", "timeLimit partition qos user", _only("slurm", _NOT_SLURM)),
+    **_rows("jobs[].", "timeLimit partition qos user requeue", _only("slurm", _NOT_SLURM)),
     **_rows("jobs[].", "workloadClass placement", ALL),
     **_rows("jobs[].tasks[].", "name replicas resources nodeSelector tolerations", ALL),
     **_rows("jobs[].tasks[].", "minAvailable elastic", _by(_GANG)),

@@ -469,7 +469,9 @@ class Job(Model):
     (`WorkloadClass`), re-planned whenever its running pods change. Eviction loses the work since the last checkpoint; a restart costs
     `restartCost`; an evicted pod holds its resources for `gracePeriod` (terminationGracePeriodSeconds).
     For Slurm: `timeLimit` (sbatch -t, what backfill plans with; distinct from the real run time),
-    `partition`, `qos` and `user` (default: the namespace).
+    `partition`, `qos`, `user` (default: the namespace) and `requeue` (sbatch --requeue / --no-requeue;
+    default: slurm.conf JobRequeue): whether a node failure or a REQUEUE preemption puts the job
+    back in the queue, or ends it.
     """
 
     name: ObjectName
@@ -493,6 +495,7 @@ class Job(Model):
     partition: str | None = None
     qos: str | None = None
     user: str | None = None
+    requeue: bool | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> Job:

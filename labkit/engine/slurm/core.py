@@ -37,13 +37,14 @@ from ..core_clock import (
     on_grid,
     progress,
     push_event,
+    push_node_events,
     push_row,
     quiet,
     rate_of,
     released,
     stop_work,
     submit,
-    terminate,
+    terminate_in,
     wake_queued,
 )
 from ..core_state import (
@@ -52,6 +53,7 @@ from ..core_state import (
     CPU,
     EV_BOUND,
     EV_EVICTED,
+    EV_NODE,
     EV_RESTARTING,
     EV_STARTED,
     EVENT_KINDS,
@@ -60,6 +62,7 @@ from ..core_state import (
     I_RUNS,
     I_SESSIONS,
     I_TO_START,
+    MSG_NONE,
     MSG_PODS_RUNNING,
     MSG_RESTART,
     PENDING,
@@ -72,7 +75,7 @@ from ..core_state import (
     state_free,
     state_new,
 )
-from ..events import FINISH, TIMEOUT, WAKE
+from ..events import CORDON, DRAIN, FAIL, FINISH, NODE, RECOVER, TIMEOUT, WAKE
 from ..problem import PreemptMode, SlurmAction
 from ..records import RunRecord
 from ..volcano.core_actions import sort_prefix
@@ -96,10 +99,14 @@ HOW_REQUEUE, HOW_CANCEL, HOW_SUSPEND = range(3)
 HOW = ("requeue", "cancel", "suspend")
 VERB = ("has been requeued", "has been cancelled", "has been suspended")
 
-KINDS = EVENT_KINDS + ("Timeout", "Suspended", "Cancelled", "Priority", "Pending", "StartTime")
-EV_TIMEOUT, EV_SUSPENDED, EV_CANCELLED, EV_PRIORITY, EV_PENDING, EV_START_TIME = range(len(EVENT_KINDS), len(KINDS))
+KINDS = EVENT_KINDS + ("Timeout", "Suspended", "Cancelled", "Priority", "Pending", "StartTime", "NodeFail")
+(EV_TIMEOUT, EV_SUSPENDED, EV_CANCELLED, EV_PRIORITY, EV_PENDING, EV_START_TIME,
+ EV_NODE_FAIL) = range(len(EVENT_KINDS), len(KINDS))
 (MSG_ALLOCATE, MSG_RESUMED, MSG_PREEMPTED, MSG_REQUEUED, MSG_TIME_LIMIT, MSG_PRIORITY, MSG_PENDING,
- MSG_START_TIME) = range(MSG_RESTART + 1, MSG_RESTART + 9)
+ MSG_START_TIME, MSG_NODE_FAIL, MSG_NODE_REQUEUED) = range(MSG_RESTART + 1, MSG_RESTART + 11)
+FINAL_STATES = ("", "Timeout", "Preempted", "NodeFail")
+FINAL_TIMEOUT, FINAL_PREEMPTED, FINAL_NODE_FAIL = 1, 2, 3
+"""``s.final``'s codes into FINAL_STATES: the state a job ended in, when its end gives it one."""
 
 REASONS = (("BeginTime", "PartitionNodeLimit") + tuple(GRP_REASON[t] for t in SLURM_TRES)
            + tuple(USER_REASON[t] for t in SLURM_TRES) + ("Priority", "Resources"))
@@ -110,14 +117,14 @@ NOTE_PRIORITY, NOTE_PENDING, NOTE_START_TIME = range(3)
 
 # slots of ``s.sl_arg`` (the SlurmArgs as numbers)
 (A_RESOLUTION, A_WINDOW, A_MAX_JOB_TEST, A_WEIGHT_AGE, A_WEIGHT_FAIRSHARE, A_MAX_AGE, A_CALC_PERIOD, A_DECAY,
- A_DAMPENING, A_SLURMDBD, A_ENFORCE, A_JOB_REQUEUE, A_PREEMPT_TYPE, A_REQUEUE_HOLD, A_ACCRUE_ALWAYS, A_FAIR_TREE,
- A_FAIR_SHARE, A_TIME_DEPENDENT, A_USERS) = range(19)
-N_ARGS = 19
+ A_DAMPENING, A_SLURMDBD, A_ENFORCE, A_PREEMPT_TYPE, A_REQUEUE_HOLD, A_ACCRUE_ALWAYS, A_FAIR_TREE,
+ A_FAIR_SHARE, A_TIME_DEPENDENT, A_USERS) = range(18)
+N_ARGS = 18
 # slots of ``s.sl_ints``: note values and node lists kept for the record, the session's outputs, stamps
 S_VALUES, S_NODE_LISTS, S_BINDS, S_EVICTS, S_NOTES, S_STAMP, S_FAIR_TICK = range(7)
 
 SLURM_STATIC = (
-    "sl_actions", "sl_period", "sl_on_event", "sl_arg", "j_part", "j_qos", "j_assoc", "j_limit", "j_limit_bf",
+    "sl_actions", "sl_period", "sl_on_event", "sl_arg", "j_part", "j_qos", "j_assoc", "j_limit", "j_limit_bf", "j_requeue",
     "j_tier", "j_mode", "j_pprio", "j_tres", "j_base", "t_order", "part_nodes", "part_count", "part_max",
     "qos_preempt", "qos_grp", "qos_user", "a_shares", "a_level", "a_user", "a_parent", "a_kid_lo", "a_kids",
     "a_post", "a_pre",
@@ -690,11 +697,11 @@ def preemptees(s, j, free, allowed):
 
 @jit
 def how_stopped(s, v):
-    """REQUEUE (when JobRequeue allows it, else cancel), CANCEL or SUSPEND."""
+    """REQUEUE (when the job's --requeue or JobRequeue allows it, else cancel), CANCEL or SUSPEND."""
     mode = s.j_mode[v]
     if mode == SUSPEND:
         return HOW_SUSPEND
-    if mode == REQUEUE and s.sl_arg[A_JOB_REQUEUE] > 0:
+    if mode == REQUEUE and s.j_requeue[v]:
         return HOW_REQUEUE
     return HOW_CANCEL
 
@@ -982,18 +989,23 @@ def time_out(s, now, j):
     s.version[j] += 1
     finish_as(s, now, j, EV_TIMEOUT, MSG_TIME_LIMIT)
     s.work_done[j] = min(done, s.j_work[j])
-    s.final[j] = 1
+    s.final[j] = FINAL_TIMEOUT
 
 
 @jit
-def preempt_job(s, now, j, by, how):
-    """A whole job preempted (simulate._preempt_job): requeued (pods deleted, pending again from
-    now + requeue_hold), cancelled (the job ends: Preempted) or suspended (pods keep their nodes,
-    work and time limit pause)."""
+def preempt_job(s, now, j, by, how, lost):
+    """A whole job stopped (clock.Simulation._preempt_job): preempted by job ``by`` (``lost`` < 0)
+    or killed by the failure of node ``lost`` (clock.Simulation._node_failed: no grace period, ended
+    as NodeFail); requeued (pods deleted, pending again from now + requeue_hold), cancelled (the
+    job ends) or suspended (pods keep their nodes, work and time limit pause). A suspended job
+    requeued or cancelled loses its work since its last checkpoint."""
+    msg, a = MSG_PREEMPTED, by
+    if lost >= 0:
+        msg, a = MSG_NODE_FAIL, lost
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
         if s.status[t] == RUNNING:
             s.evictions[j] += 1
-            log(s, now, EV_EVICTED, j, t, s.node[t], MSG_PREEMPTED, by, how)
+            log(s, now, EV_EVICTED, j, t, s.node[t], msg, a, how)
     if not math.isnan(s.run_start[j]):
         s.limit_used[j] += now - s.run_start[j]
         if how == HOW_SUSPEND:
@@ -1005,6 +1017,11 @@ def preempt_job(s, now, j, by, how):
             s.version[j] += 1
         else:
             stop_work(s, now, j)
+    elif s.suspended[j] and how != HOW_SUSPEND:
+        interval = s.j_ckpt[j]
+        kept = math.floor(s.work_done[j] / interval) * interval if math.isfinite(interval) else 0.0
+        s.lost_work[j] += s.work_done[j] - kept
+        s.work_done[j] = kept
     if how == HOW_SUSPEND:
         s.suspended[j] = True
         for t in range(s.j_lo[j], s.j_lo[j + 1]):
@@ -1012,20 +1029,42 @@ def preempt_job(s, now, j, by, how):
                 close_run(s, t, now)
         log(s, now, EV_SUSPENDED, j, -1, -1, MSG_PREEMPTED, by, how)
         return
+    s.suspended[j] = False
     for t in range(s.j_lo[j], s.j_lo[j + 1]):
         if s.status[t] == RUNNING:
-            terminate(s, now, t)
+            terminate_in(s, now, t, 0.0 if lost >= 0 else s.j_grace[j])
     if how == HOW_REQUEUE:
         s.restarts[j] += 1
         s.limit_used[j] = 0.0
         s.eligible[j] = now + s.sl_arg[A_REQUEUE_HOLD]
-        log(s, now, EV_RESTARTING, j, -1, -1, MSG_REQUEUED, by, how)
+        log(s, now, EV_RESTARTING, j, -1, -1, MSG_NODE_REQUEUED if lost >= 0 else MSG_REQUEUED, a, how)
         return
     s.done[j] = True
     set_job_phase(s, j, PH_COMPLETED)
     s.end_t[j] = now
-    s.final[j] = 2
-    log(s, now, EV_CANCELLED, j, -1, -1, MSG_PREEMPTED, by, how)
+    s.final[j] = FINAL_NODE_FAIL if lost >= 0 else FINAL_PREEMPTED
+    log(s, now, EV_NODE_FAIL if lost >= 0 else EV_CANCELLED, j, -1, -1, msg, a, how)
+
+
+@jit
+def node_event(s, now, e):
+    """Node event ``e`` (clock.Simulation._node_event under Slurm): the node's DOWN and DRAIN
+    flags and whether it takes jobs; a failed node kills every job with a node there
+    (:func:`preempt_job`: requeued when ``j_requeue`` allows it, else NodeFail), in task order;
+    a drained one keeps its jobs."""
+    n, what = s.ne_node[e], s.ne_kind[e]
+    if what == FAIL or what == RECOVER:
+        s.node_down[n] = what == FAIL
+    else:
+        s.node_cordon[n] = what == CORDON or what == DRAIN
+    s.node_sched[n] = not (s.node_down[n] or s.node_cordon[n])
+    log(s, now, EV_NODE + what, -1, -1, n, MSG_NONE, 0, 0)
+    if what != FAIL:
+        return
+    for t in range(s.status.size):
+        if s.node[t] == n and s.status[t] == RUNNING:
+            j = s.t_job[t]
+            preempt_job(s, now, j, -1, HOW_REQUEUE if s.j_requeue[j] else HOW_CANCEL, n)
 
 
 @jit
@@ -1052,7 +1091,7 @@ def session_once(s, now, sched, backfill_due):
         j = s.t_job[s.se[k, 0]]
         if s.stopped[j] != session:
             s.stopped[j] = session
-            preempt_job(s, now, j, s.se[k, 1], s.se[k, 2])
+            preempt_job(s, now, j, s.se[k, 1], s.se[k, 2], -1)
         changed = True
     for i in range(s.ints[I_LIVE]):
         j = s.live[i]
@@ -1083,9 +1122,13 @@ def release(s, now, t):
 
 @jit
 def apply_event(s, now, slot):
-    """A clock event (``core_clock.clock_event``), or a job reaching its time limit (TIMEOUT)."""
+    """A clock event (``core_clock.clock_event``), a job reaching its time limit (TIMEOUT) or a
+    node event (NODE)."""
     if s.h_key[slot, 0] == TIMEOUT:
         return ended(s, now, slot, time_out)
+    if s.h_key[slot, 0] == NODE:
+        node_event(s, now, s.h_key[slot, 1])
+        return True
     return clock_event(s, now, slot, submit, release)
 
 
@@ -1145,6 +1188,7 @@ def run_core(fields, budget):
     on its own clock, stopping once :func:`settled`), at most ``budget`` steps of it; True when it
     is over."""
     s = state_new(fields)
+    push_node_events(s)
     over = clock_loop(s, budget, next_session, settled, apply_event, changed, session, always_room, always_room)
     state_free(s)
     return over
@@ -1210,7 +1254,7 @@ def slurm_arrays(c) -> dict:
     arg[[A_RESOLUTION, A_WINDOW, A_MAX_JOB_TEST]] = args.bf_resolution, args.bf_window, args.bf_max_job_test
     arg[[A_WEIGHT_AGE, A_WEIGHT_FAIRSHARE, A_MAX_AGE]] = args.weight_age, args.weight_fairshare, args.max_age
     arg[[A_CALC_PERIOD, A_DECAY, A_DAMPENING]] = args.calc_period, decay_factor(args.decay_half_life), args.dampening
-    arg[[A_SLURMDBD, A_ENFORCE, A_JOB_REQUEUE]] = args.slurmdbd, args.enforce_limits, args.job_requeue
+    arg[[A_SLURMDBD, A_ENFORCE]] = args.slurmdbd, args.enforce_limits
     arg[[A_PREEMPT_TYPE, A_REQUEUE_HOLD]] = args.preempt_type, policy.requeue_hold
     arg[[A_ACCRUE_ALWAYS, A_FAIR_TREE]] = "ACCRUE_ALWAYS" in flags, "NO_FAIR_TREE" not in flags
     arg[A_FAIR_SHARE] = args.slurmdbd and bool(args.weight_fairshare)
@@ -1222,7 +1266,7 @@ def slurm_arrays(c) -> dict:
         "sl_on_event": policy.action_on_event.astype(bool), "sl_arg": arg,
         "j_part": p.job_partition.astype(np.int64), "j_qos": p.job_qos.astype(np.int64),
         "j_assoc": p.job_assoc.astype(np.int64), "j_limit": limit,
-        "j_limit_bf": np.where(np.isfinite(limit), limit, YEAR_SECONDS),
+        "j_limit_bf": np.where(np.isfinite(limit), limit, YEAR_SECONDS), "j_requeue": p.job_requeue.astype(bool),
         "j_tier": p.partition_tier[p.job_partition].astype(np.int64), "j_mode": mode,
         "j_pprio": ((np.minimum(high, 0xFFFF).astype(np.int64) << 16) + np.minimum(n_tasks, 0xFFFF)).astype(np.int64),
         "j_tres": np.array([job_tres(p, tasks[j]) for j in range(p.n_jobs)], float).reshape(p.n_jobs, 4),
@@ -1261,7 +1305,7 @@ def run(compiled, static: dict, scale: float = 1.0, progress=None) -> RunRecord:
 
 def _record(c, m: dict, sl: dict) -> RunRecord:
     done = m["done"]
-    state = np.array(["", "Timeout", "Preempted"], object)[sl["final"]]
+    state = np.array(FINAL_STATES, object)[sl["final"]]
     return record(m, lambda time, coded: _events(c, time, coded, sl),
                   state=np.where(sl["suspended"] & ~done, "Suspended", state), priority=sl["prio"])
 
@@ -1281,6 +1325,13 @@ def _events(c, time: np.ndarray, coded: np.ndarray, sl: dict) -> list[tuple]:
         return (f"preempted JobId={names[job[k]]} {VERB[b[k]]} to reclaim resources for "
                 f"JobId={names[a[k]]}")
 
+    def node_failed(k: int) -> str:
+        if b[k] == HOW_REQUEUE:
+            return f"requeue JobId={names[job[k]]} due to failure of node {nodes[a[k]]}"
+        return f"Killing JobId={names[job[k]]} on failed node {nodes[a[k]]}"
+
+    kinds = list(KINDS)
+    kinds[EV_NODE:EV_NODE + len(p.policy.node_words)] = p.policy.node_words
     out = []
     for k in range(len(times)):
         code, reason, message = msg[k], "", ""
@@ -1294,6 +1345,10 @@ def _events(c, time: np.ndarray, coded: np.ndarray, sl: dict) -> list[tuple]:
             reason, message = "Preempted", preempted(k)
         elif code == MSG_REQUEUED:
             reason, message = "Requeue", f"BeginTime={times[k] + hold:g} ({preempted(k)})"
+        elif code == MSG_NODE_FAIL:
+            reason, message = "NodeDown" if kind[k] == EV_NODE_FAIL else "NodeFail", node_failed(k)
+        elif code == MSG_NODE_REQUEUED:
+            reason, message = "Requeue", f"BeginTime={times[k] + hold:g} ({node_failed(k)})"
         elif code == MSG_TIME_LIMIT:
             reason, message = "TimeLimit", f"CANCELLED DUE TO TIME LIMIT ({p.job_time_limit[job[k]]:g}s)"
         elif code == MSG_PRIORITY:
@@ -1304,5 +1359,5 @@ def _events(c, time: np.ndarray, coded: np.ndarray, sl: dict) -> list[tuple]:
             at, offset, count = values[a[k], :3]
             reason = "Backfill"
             message = f"StartTime={at:g} SchedNodeList={node_list(int(offset), int(count))}"
-        out.append((times[k], KINDS[kind[k]], job[k], task[k], node[k], reason, message))
+        out.append((times[k], kinds[kind[k]], job[k], task[k], node[k], reason, message))
     return out

@@ -22,7 +22,22 @@ Each piece follows the Slurm 22.05 source (SchedMD/slurm, tag slurm-22-05-8-1) o
   their order), ``select/cons_common/job_test.c`` (remove candidates until the job fits, reorder,
   repeat; :meth:`Slurmctld.preemptees`);
 - QOS limits: ``slurmctld/acct_policy.c`` (GrpTRES, MaxTRESPerUser) and the reasons of
-  ``common/slurm_protocol_defs.c job_reason_string``.
+  ``common/slurm_protocol_defs.c job_reason_string``;
+- node events (``cluster.events``, spot interruptions; the clock applies them, ``clock.py``) as
+  slurmctld's node states (:data:`NODE_WORDS`): ``fail`` sets the node DOWN (``scontrol update
+  state=down``, ``node_mgr.c update_node`` -> ``_make_node_down``, then
+  ``job_mgr.c kill_running_job_by_node_name``): every job with a node there is killed as a whole,
+  at once (sbatch's default kill-on-node-fail; GraceTime is for preemption only), and requeued
+  when its ``--requeue`` (default JobRequeue) allows it: state NODE_FAIL in accounting, then
+  PENDING held until BeginTime = now + cred_expire + 1 (``batch_requeue_fini``), its run from the
+  start of its script, so the work since its last checkpoint is lost; else it ends NODE_FAIL
+  (reason NodeDown). ``recover`` is the node back up (IDLE, a DRAIN flag kept), ``cordon`` and
+  ``drain`` both set DRAIN (``state=drain``: no new job; running jobs run on, DRAINING until
+  they end, then DRAINED: Slurm's drain evicts nothing), ``uncordon`` clears it
+  (``state=undrain``, the base state kept). A spot ``interrupt`` is a DRAIN at its notice, then
+  DOWN at its time: the node a cloud provider takes away under Slurm's power-save / cloud nodes.
+  The main scheduler and backfill place and plan only on nodes neither DOWN nor DRAIN
+  (``avail_node_bitmap``).
 """
 
 from __future__ import annotations
@@ -57,6 +72,9 @@ from ..problem import (
 )
 
 MB = 2.0**20
+NODE_WORDS = ("NodeDown", "NodeUp", "NodeDrain", "NodeUndrain", "NodeDrain")
+"""What each node event kind (``events.NODE_KINDS``: fail, recover, cordon, uncordon, drain) logs:
+the node state slurmctld sets."""
 YEAR_SECONDS = 365 * 24 * 3600.0
 CRED_EXPIRE = 120.0
 """A requeued job's BeginTime is now + cred_expire + 1 (job_mgr.c)."""
@@ -89,7 +107,7 @@ def slurm_policy(conf: SlurmConf) -> Policy:
         calc_period=parse_duration(conf.priority_calc_period), favor_small=conf.priority_favor_small,
         flags=frozenset(conf.flags()), dampening=float(conf.fair_share_dampening_factor),
         preempt_type=PREEMPT_TYPES[conf.preempt_type], preempt_mode=int(MODES[conf.preempt_mode]),
-        slurmdbd=conf.slurmdbd, enforce_limits=conf.enforces_limits(), job_requeue=bool(conf.job_requeue),
+        slurmdbd=conf.slurmdbd, enforce_limits=conf.enforces_limits(),
     )
     if args.preempt_type and args.preempt_mode == PreemptMode.OFF:
         raise SpecError("scheduler.slurm.PreemptMode", f"{conf.preempt_type} is not compatible with PreemptMode=OFF")
@@ -100,12 +118,12 @@ def slurm_policy(conf: SlurmConf) -> Policy:
         plugin_enabled=np.zeros((0, 0), bool), plugin_args=np.zeros((0, 0)), plugin_resource_weights=np.zeros((0, 0)),
         family=Family.SLURM, action_period=np.array([args.sched_interval, args.bf_interval][:len(actions)]),
         action_on_event=np.array([True, False][:len(actions)]), pods_at_submit=True,
-        requeue_hold=CRED_EXPIRE + 1, slurm=args)
+        requeue_hold=CRED_EXPIRE + 1, node_fail_ends_job=True, node_words=NODE_WORDS, slurm=args)
 
 
 def slurm_tables(scenario: Scenario, node_pools: list[str]) -> FamilyTables:
-    """Partitions, QOS, associations and each job's partition, QOS, user and time limit; each
-    job's GraceTime as its grace period."""
+    """Partitions, QOS, associations and each job's partition, QOS, user, time limit and whether it
+    may be requeued (its --requeue, else JobRequeue); each job's GraceTime as its grace period."""
     conf = scheduler_of(scenario).slurm
     slurm = scenario.slurm
     partitions = list(slurm.partitions) if slurm and slurm.partitions else []
@@ -134,6 +152,8 @@ def slurm_tables(scenario: Scenario, node_pools: list[str]) -> FamilyTables:
     fields = {
         "job_partition": np.array(job_partition, np.int64), "job_qos": np.array(job_qos, np.int64),
         "job_assoc": np.array(job_assoc, np.int64), "job_time_limit": np.array(limits, float),
+        "job_requeue": np.array([conf.job_requeue == 1 if job.requeue is None else job.requeue
+                                 for job in scenario.jobs], bool).reshape(len(scenario.jobs)),
         "partition_names": tuple(names), "partition_nodes": nodes,
         "partition_tier": np.array([p.priority_tier for p in partitions] or [1], np.int64),
         "partition_job_factor": np.array([p.priority_job_factor for p in partitions] or [1], np.int64),
@@ -224,10 +244,10 @@ def slurm_request(request: np.ndarray) -> np.ndarray:
 
 
 SLURM = FamilyRules(policy=lambda scenario, resources: slurm_policy(scheduler_of(scenario).slurm),
-                    request=slurm_request, tables=slurm_tables, namespaces=False)
+                    request=slurm_request, tables=slurm_tables, namespaces=False, node_events=lambda policy: None)
 """How a Slurm scenario compiles: slurm.conf as the Policy, a pod's cpu as cons_tres allocates it,
-the partitions, QOS and associations (from each job of the expanded scenario), and no
-namespaces, so no ResourceQuotas."""
+the partitions, QOS and associations (from each job of the expanded scenario), no
+namespaces, so no ResourceQuotas, and node events as Slurm's node states (the module docstring)."""
 
 
 # ------------------------------------------------------------------------------------ priority
@@ -714,11 +734,12 @@ class Slurmctld:
         return [v for v in second if any(t.node in chosen for t in v.tasks)]
 
     def preempt(self, job: JobInfo, victims: list[JobInfo]) -> None:
-        """Stop the victims: REQUEUE (when JobRequeue allows it) puts them back in the queue, held
-        until BeginTime; CANCEL (or REQUEUE without JobRequeue) ends them; SUSPEND pauses them,
-        their memory and GRES still allocated, until the gang scheduler resumes them."""
+        """Stop the victims: REQUEUE puts them back in the queue, held until BeginTime, when they
+        may be requeued (`Problem.job_requeue`: --requeue, else JobRequeue); CANCEL (or REQUEUE of
+        a job that may not be) ends them; SUSPEND pauses them, their memory and GRES still
+        allocated, until the gang scheduler resumes them."""
         for victim in victims:
-            how = {PreemptMode.REQUEUE: "requeue" if self.args.job_requeue else "cancel",
+            how = {PreemptMode.REQUEUE: "requeue" if self.p.job_requeue[victim.index] else "cancel",
                    PreemptMode.CANCEL: "cancel", PreemptMode.SUSPEND: "suspend"}[self.mode(victim)]
             verb = {"requeue": "has been requeued", "cancel": "has been cancelled", "suspend": "has been suspended"}
             reason = f"preempted JobId={victim.name} {verb[how]} to reclaim resources for JobId={job.name}"
