@@ -2,8 +2,10 @@
 taking effect at the first session after its time, as a `kubectl apply` does on Volcano."""
 
 import warnings
+from pathlib import Path
 
 import pytest
+import yaml
 from scenarios import assert_same
 from test_spec import run_cli
 
@@ -189,6 +191,15 @@ def test_other_families_refuse_changes(policy):
     data = _data([{"at": "1h", "queue": {"name": "a", "weight": 2}}], [_job("j0")], policy=policy)
     with pytest.raises(SpecError, match=r"^changes(\[0\])?: changes in time: "):
         labkit.simulate(spec.validate(data))
+
+
+def test_kueue_refuses_changes():
+    """A PriorityClass value changed under Kueue: refused in one line, as kube-scheduler and Slurm do."""
+    data = yaml.safe_load((Path(__file__).parents[1] / "examples" / "kueue-cohort.yaml").read_text())
+    data["changes"] = [{"at": "1h", "priorityClass": {"name": "high", "value": 1}}]
+    with pytest.raises(SpecError, match=r"^changes(\[0\])?: changes in time: ") as err:
+        labkit.simulate(spec.validate(data))
+    assert "\n" not in str(err.value)
 
 
 def test_cli_bad_change_is_one_line_and_exit_2(tmp_path):

@@ -99,7 +99,7 @@ _NODE_EVENTS = _by({"slurm": R("node events: this policy family's engines do not
 """Node events: `cluster.events` and the interruptions a spot pool draws (a Volcano conf without the
 predicates plugin, or Kueue with waitForPodsReady, is refused when the scenario is compiled)."""
 _CHANGES = _only("volcano", R("changes in time: this policy family's engines do not simulate them"))
-"""Queues, PriorityClasses and the conf changed in time: Volcano's reference engine applies them."""
+"""Queues, PriorityClasses and the conf changed in time: both Volcano engines apply them."""
 _HYPERNODES = {
     "volcano": H,  # HyperNodes for the network-topology-aware plugin (jobs with networkTopology)
     "kube-scheduler": W("Volcano HyperNodes; kube-scheduler ignores them"),
