@@ -332,6 +332,8 @@ def change_confs(compiled: Compiled) -> list[dict]:
     conf change); proportion's, capacity's and overcommit's usage is kept from the start when any
     conf of the run reads it (``usage_read``)."""
     confs = [_plugin_arrays(patch["policy"]) for patch in compiled.change_patch if "policy" in patch]
+    if not confs:
+        return []
     read = any(conf["usage_read"] for conf in [_plugin_arrays(compiled.problem.policy), *confs])
     return [conf | {"usage_read": read} for conf in confs]
 
