@@ -288,13 +288,57 @@ nodeorder weights, Kubernetes 1.36's BalancedAllocation, switches turned off, ot
 proportion or capacity, no preempt or reclaim: allocate's discarded attempts are remembered)."""
 
 
+def _scheduler(draw) -> dict:
+    """A Volcano scheduler section: a policy of `POLICIES`, helios-fifo or a conf of `ENGINE_CONFS`,
+    now and then with a queueingStrategy."""
+    name = draw(st.sampled_from(POLICIES + ["helios-fifo"] + list(ENGINE_CONFS)))
+    scheduler = {"policy": name, "conf": ENGINE_CONFS[name]} if name in ENGINE_CONFS else _conf(name)
+    if draw(st.integers(0, 3)) == 0:
+        scheduler["queueingStrategy"] = draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"]))
+    return scheduler
+
+
+def _actions(scheduler: dict) -> list[str]:
+    conf = spec.model.SchedulerConf.model_validate(scheduler["conf"]) if "conf" in scheduler else spec.policy(
+        scheduler["policy"])
+    return conf.action_list()
+
+
+@st.composite
+def changes_in_time(draw, queues: list[str], classes: list[str], until: int) -> list[dict]:
+    """None in two scenarios of three; else one to three `changes` at whole seconds up to `until`
+    (often the instant of an arrival or a session): a Queue's weight, capability, deserved or
+    guarantee (Volcano's own default queue too), a PriorityClass's value, or another scheduler conf
+    (`_scheduler`)."""
+    if draw(st.integers(0, 2)) < 2:
+        return []
+    changes = []
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, until))
+        what = draw(st.sampled_from(["queue", "priorityClass", "scheduler"]))
+        if what == "queue":
+            queue = {"name": draw(st.sampled_from([*queues, "default"]))}
+            for field in draw(st.lists(st.sampled_from(["weight", "capability", "deserved", "guarantee"]),
+                                       min_size=1, max_size=2, unique=True)):
+                queue[field] = (draw(st.integers(1, 4)) if field == "weight"
+                                else {"nvidia.com/gpu": draw(st.integers(1, 4 if field == "guarantee" else 16))})
+            changes.append({"at": at, "queue": queue})
+        elif what == "priorityClass":
+            changes.append({"at": at, "priorityClass": {"name": draw(st.sampled_from(classes)),
+                                                        "value": draw(st.sampled_from([1, 10, 500, 1000, 2000]))}})
+        else:
+            changes.append({"at": at, "scheduler": _scheduler(draw)})
+    return changes
+
+
 @st.composite
 def engine_scenarios(draw, max_jobs: int = 12) -> spec.Scenario:
     """Small scenarios covering what the two engines must agree on: everything `scenarios()`
     draws plus several task roles, a job minAvailable below the task minima (elastic gangs),
     node selectors and taints, node speeds and `work`, best-effort and system-critical pods,
     queue deserved/guarantee/priority/reclaimable, preemptionPolicy Never, job `status`
-    snapshots, the confs of `ENGINE_CONFS` and helios-fifo, either queueingStrategy. A 6 h horizon ends the runs where pods of equal
+    snapshots, the confs of `ENGINE_CONFS` and helios-fifo, either queueingStrategy, and changes
+    in time (`changes_in_time`). A 6 h horizon ends the runs where pods of equal
     priority preempt each other for ever (drf lets them)."""
     n_pools = draw(st.integers(1, 3))
     pools = []
@@ -377,19 +421,17 @@ def engine_scenarios(draw, max_jobs: int = 12) -> spec.Scenario:
     if draw(st.booleans()):
         cluster["topology"] = {"tiers": [{"name": "rack", "size": draw(st.integers(1, 3))},
                                          {"name": "spine", "size": 2}]}
-    name = draw(st.sampled_from(POLICIES + ["helios-fifo"] + list(ENGINE_CONFS)))
-    scheduler = {"policy": name, "conf": ENGINE_CONFS[name]} if name in ENGINE_CONFS else _conf(name)
-    conf = spec.model.SchedulerConf.model_validate(scheduler["conf"]) if "conf" in scheduler else spec.policy(name)
-    if "preempt" in conf.action_list():  # a job with networkTopology never preempts: the core leaves that to the reference
-        for job in jobs:
+    scheduler = _scheduler(draw)
+    changes = draw(changes_in_time([q["name"] for q in queues], [c["name"] for c in classes], 4 * 3600))
+    confs = [scheduler] + [change["scheduler"] for change in changes if "scheduler" in change]
+    if any("preempt" in _actions(conf) for conf in confs):
+        for job in jobs:  # a job with networkTopology never preempts: the core leaves that to the reference
             job.pop("networkTopology", None)
     scheduler["schedulePeriod"] = draw(st.sampled_from([1, 1, 5]))
-    if draw(st.integers(0, 3)) == 0:
-        scheduler["queueingStrategy"] = draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"]))
     cluster["events"] = draw(node_events(pools, 4 * 3600))
     return spec.validate({"name": "parity", "horizon": "6h", "cluster": cluster, "queues": queues,
                           "tenants": [{"name": "default"}, {"name": "kube-system"}],
-                          "priorityClasses": classes, "jobs": jobs, "scheduler": scheduler})
+                          "priorityClasses": classes, "jobs": jobs, "scheduler": scheduler, "changes": changes})
 
 
 # ------------------------------------------------------------------------------------------- network topology

@@ -1,9 +1,13 @@
 """Changes in time (`changes`: a Queue's fields, a PriorityClass's value, the scheduler conf), each
 taking effect at the first session after its time, as a `kubectl apply` does on Volcano."""
 
+import re
 import warnings
+from pathlib import Path
 
 import pytest
+import yaml
+from scenarios import assert_same
 from test_spec import run_cli
 
 import labkit
@@ -92,12 +96,68 @@ def test_explain_and_snapshots_read_the_cluster_as_the_changes_left_it():
     assert after_change.phase == "Inqueue" and "capability" not in str(after_change)
 
 
-def test_the_numba_core_leaves_changes_to_the_reference_engine():
-    data = _data([{"at": "30m", "queue": {"name": "a", "weight": 2}}], [_job("j0")])
-    with pytest.raises(LabkitError, match="does not simulate changes in time"):
+def _preemption_case(changes: list[dict]) -> dict:
+    data = spec.preset("preemption-checkpoint").model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return {**data, "scheduler": {"policy": "volcano-shipped"}, "changes": changes}
+
+
+CORE_CASES = {
+    "capability": _data([{"at": "30m", "queue": {"name": "a", "capability": {"nvidia.com/gpu": 16}}}],
+                        [_job("j0"), _job("j1")], [{"name": "a", "capability": {"nvidia.com/gpu": 8}}], nodes=2),
+    "weight and deserved": _data(
+        [{"at": "20m", "queue": {"name": "b", "weight": 3}},
+         {"at": "20m", "queue": {"name": "a", "deserved": {"nvidia.com/gpu": 4}, "guarantee": {"nvidia.com/gpu": 2}}}],
+        [_job(f"a{i}", submit=60 * i, gpus=4, duration="2h") for i in range(4)]
+        + [_job(f"b{i}", submit=60 * i, queue="b", gpus=4, duration="1h") for i in range(4)],
+        [{"name": "a"}, {"name": "b"}], nodes=2, policy="volcano-multitenant"),
+    "priority class": _data([{"at": "30m", "priorityClass": {"name": "first", "value": 1}}],
+                            [_job("running"), _job("p1", submit=60, priorityClassName="first"),
+                             _job("p2", submit=60, priorityClassName="second")],
+                            classes=[{"name": "first", "value": 100}, {"name": "second", "value": 10}]),
+    "conf with preempt": _preemption_case([{"at": "2h", "scheduler": {"policy": "volcano-multitenant"}}]),
+    "conf and back": _preemption_case([{"at": "2h", "scheduler": {"policy": "volcano-multitenant"}},
+                                       {"at": "2h30m", "scheduler": {"policy": "volcano-shipped",
+                                                                     "queueingStrategy": "StrictFIFO"}},
+                                       {"at": "2h30m", "priorityClass": {"name": "high", "value": 5}}]),
+}
+
+
+@pytest.mark.parametrize("case", CORE_CASES)
+def test_the_numba_core_runs_changes_as_the_reference_engine_does(case):
+    """Queue, PriorityClass and conf changes (two at one instant, a conf and back) run on the numba
+    core, with the reference engine's jobs, tasks and events (the changes' own lines included)."""
+    scenario = spec.validate(CORE_CASES[case])
+    fast, _ = assert_same(scenario)
+    assert _run(CORE_CASES[case]).info["engine"] == "numba"
+    logged = fast.events[fast.events.kind.isin(["QueueUpdated", "PriorityClassUpdated", "SchedulerConfReloaded"])]
+    assert len(logged) == len(scenario.changes) and set(logged.reason) == {"Applied"}
+
+
+def test_a_change_to_volcanos_own_default_queue_caps_its_jobs():
+    """The `default` queue the scenario does not declare (Volcano creates it) takes a change too:
+    capped at 8 GPUs from 30 s, its second job waits for the first."""
+    jobs = [_job("j0", queue="default"), _job("j1", submit=60, queue="default")]
+    fast, _ = assert_same(spec.validate(_data([{"at": "30s", "queue": {"name": "default",
+                                                                        "capability": {"nvidia.com/gpu": 8}}}],
+                                              jobs, nodes=2)))
+    assert _start(fast, "j1") >= _start(fast, "j0") + 3600
+
+
+def test_a_conf_the_core_does_not_simulate_hands_the_run_to_the_reference_engine():
+    """A change to a conf with hierarchical drf: the reference engine runs the scenario, saying
+    which change's conf the numba core does not simulate."""
+    conf = spec.policy("volcano-multitenant").model_dump(mode="json", by_alias=True, exclude_unset=True)
+    for tier in conf["tiers"]:
+        for plugin in tier["plugins"]:
+            if plugin["name"] == "drf":
+                plugin["enableHierarchy"] = True
+        tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "proportion"]
+    data = _data([{"at": "30m", "scheduler": {"conf": conf}}], [_job("j0")])
+    why = "hierarchical drf (in the conf a change applies at 1800s)"
+    with pytest.raises(LabkitError, match=re.escape(f"does not simulate {why}")):
         labkit.simulate(spec.validate(data), engine="numba")
     with pytest.warns(labkit.errors.LabkitWarning, match="reference engine runs this scenario"):
-        assert labkit.simulate(spec.validate(data)).info["engine"].startswith("reference")
+        assert labkit.simulate(spec.validate(data)).info["engine"] == f"reference (the numba core does not simulate {why})"
 
 
 @pytest.mark.parametrize("change, path, message", [
@@ -132,6 +192,15 @@ def test_other_families_refuse_changes(policy):
     data = _data([{"at": "1h", "queue": {"name": "a", "weight": 2}}], [_job("j0")], policy=policy)
     with pytest.raises(SpecError, match=r"^changes(\[0\])?: changes in time: "):
         labkit.simulate(spec.validate(data))
+
+
+def test_kueue_refuses_changes():
+    """A PriorityClass value changed under Kueue: refused in one line, as kube-scheduler and Slurm do."""
+    data = yaml.safe_load((Path(__file__).parents[1] / "examples" / "kueue-cohort.yaml").read_text())
+    data["changes"] = [{"at": "1h", "priorityClass": {"name": "high", "value": 1}}]
+    with pytest.raises(SpecError, match=r"^changes(\[0\])?: changes in time: ") as err:
+        labkit.simulate(spec.validate(data))
+    assert "\n" not in str(err.value)
 
 
 def test_cli_bad_change_is_one_line_and_exit_2(tmp_path):

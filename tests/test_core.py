@@ -108,6 +108,12 @@ def test_case_study_week_is_identical():
     pd.testing.assert_frame_equal(fast.events, slow.events)  # the reasons and messages too
 
 
+def test_a_cluster_that_changes_is_identical():
+    """Queue, PriorityClass and conf changes among spot interruptions: the core's own run."""
+    fast, _ = assert_same(changing_cluster())
+    assert set(fast.events.kind) >= {"QueueUpdated", "PriorityClassUpdated", "SchedulerConfReloaded"}
+
+
 def test_fragmentation_is_identical():
     fast, slow = assert_same(spec.preset("fragmentation"))
     pd.testing.assert_frame_equal(fast.events, slow.events)
@@ -191,8 +197,21 @@ def test_small_buffers_grow_and_give_the_same_run():
 
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def changing_cluster() -> spec.Scenario:
+    """The spot example (its Queue and PriorityClass changes), its conf switched to
+    volcano-multitenant at 3 h and back at 10 h."""
+    data = labkit.load(Path(labkit.__file__).parent / "examples" / "spot-and-changes.yaml").model_dump(
+        mode="json", by_alias=True, exclude_unset=True)
+    data["changes"] += [{"at": "3h", "scheduler": {"policy": "volcano-multitenant"}},
+                        {"at": "10h", "scheduler": {"policy": "volcano-shipped"}}]
+    return spec.validate(data)
+
+
 FAMILIES = {
     "volcano": lambda: cases.case_study(nodes=32, hours=12),
+    "volcano with changes": changing_cluster,
     "kueue": lambda: labkit.load(EXAMPLES / "kueue-cohort.yaml"),
     "slurm": lambda: with_policy(cases.case_study(nodes=32, hours=12), "slurm-fairshare"),
     "kube": lambda: with_policy(cases.case_study(nodes=32, hours=12), "kube-coscheduling"),

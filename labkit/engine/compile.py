@@ -43,7 +43,7 @@ from ..spec.model import NodePool, Queue, Task, Tenant, WorkloadClass
 from ..spec.quantity import parse_duration
 from ..spec.timeline import node_events
 from ..workloads import JobTable, expand, job_table
-from .events import NODE_KINDS
+from .events import CH_CONF, CH_PRIORITY_CLASS, CH_QUEUE, CHANGE_LOGGED, NODE_KINDS
 from .problem import (
     BASE_RESOURCES,
     PODS,
@@ -410,22 +410,22 @@ def _changes(scenario: Scenario, rules: FamilyRules, problem: Problem, table: Jo
         if change.queue is not None:
             new = change.queue.model_dump(exclude_unset=True, exclude={"name"})
             queues = [q.model_copy(update=new) if q.name == change.queue.name else q for q in now.queues]
-            if change.queue.name not in {q.name for q in now.queues}:  # Volcano's own default queue
-                queues.append(Queue(name="default", **new))
+            if change.queue.name not in {q.name for q in now.queues}:  # Volcano's own default queue, first
+                queues.insert(0, Queue(name="default", **new))
             now = now.model_copy(update={"queues": queues})
             rows = _queues(now)
             patch = {"queue_weight": np.array([q["weight"] for q in rows], float)}
             patch.update({f"queue_{field}": _queue_matrix(rows, field, resources)
                           for field in ("capability", "deserved", "guarantee")})
             set_ = ", ".join(f"{k}={v}" for k, v in new.items())
-            said.append(("QueueUpdated", "Applied", f"queue {change.queue.name}: {set_}"))
+            said.append((CHANGE_LOGGED[CH_QUEUE], "Applied", f"queue {change.queue.name}: {set_}"))
         elif change.priority_class is not None:
             name, value = change.priority_class.name, change.priority_class.value
             classes = [p.model_copy(update={"value": value}) if p.name == name else p for p in now.priority_classes]
             now = now.model_copy(update={"priority_classes": classes})
             priority = _priorities(now, table)[0]
             patch = {"job_priority": priority, "task_priority": priority[problem.task_job]}
-            said.append(("PriorityClassUpdated", "Applied", f"priorityclass {name}: value={value}"))
+            said.append((CHANGE_LOGGED[CH_PRIORITY_CLASS], "Applied", f"priorityclass {name}: value={value}"))
         else:
             now = now.model_copy(update={"scheduler": change.scheduler.model_copy(
                 update={"schedule_period": scenario.scheduler.schedule_period})})
@@ -443,7 +443,7 @@ def _changes(scenario: Scenario, rules: FamilyRules, problem: Problem, table: Jo
                     raise SpecError(f"changes[{i}].scheduler", f"the scenario has node events: {why}")
             patch = {"policy": policy}
             conf = scheduler_of(now).conf
-            said.append(("SchedulerConfReloaded", "Applied",
+            said.append((CHANGE_LOGGED[CH_CONF], "Applied",
                          f"actions: {', '.join(conf.action_list())}; plugins: "
                          + ", ".join(plugin.name for tier in conf.tiers for plugin in tier.plugins)))
         patches.append(patch)

@@ -20,6 +20,11 @@ What the core does not simulate (hierarchical drf, capacity with a queue hierarc
 listed twice, a job status snapshot under Kueue) is reported by :func:`unsupported`; ``labkit.simulate`` then runs the reference
 engine and says so in ``Result.info["engine"]``.
 
+A scenario's ``changes`` are clock events of the core (``core_clock.change_event``): a Queue's or a
+PriorityClass's new values are rows of the static arrays ``ch_*`` copied in, and a new conf is one
+of the run's confs (:func:`change_confs`, the conf arrays of each), whose arrays the driver swaps
+in when the core stops at it (``ints[I_CONF]``, :func:`in_slices`).
+
 Compiled scenarios are cached by their content (:func:`prepare`), so re-running an unchanged
 scenario skips workload expansion and compilation; any edit, a queue weight included, changes
 the key.
@@ -28,6 +33,7 @@ the key.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import gc
 import hashlib
 import os
@@ -48,6 +54,7 @@ from ..errors import LabkitError
 from ..progress import Progress, waiting
 from .compile import Compiled, first_positions
 from .core_state import (
+    EV_CHANGE,
     EVENT_KINDS,
     FREED_LOG,
     H_ALLOCATABLE,
@@ -67,6 +74,7 @@ from .core_state import (
     H_QUEUE_ORDER,
     H_RECLAIMABLE,
     H_TASK_ORDER,
+    I_CONF,
     I_EVENTS,
     I_FULL_NODES,
     I_GROW,
@@ -95,6 +103,7 @@ from .core_state import (
     PENDING,
     PH_PENDING,
 )
+from .events import CH_CONF, CH_PRIORITY_CLASS, CH_QUEUE, CHANGE_LOGGED
 from .hypernodes import HyperNodes
 from .problem import (
     ARG_DEFAULTS,
@@ -152,6 +161,7 @@ STATIC = (
     "hn_tier", "hn_parent", "hn_bfs", "hn_tiers", "hn_mem_off", "hn_mem", "node_hn", "node_low", "j_topo",
     "topo_gradient", "topo_order",
     "rt_class", "rt_speed", "rt_model", "rt_place", "rt_scale", "rt_hn",
+    "ch_time", "ch_kind", "ch_arg", "ch_q_weight", "ch_q_rcap", "ch_q_guar", "ch_q_des", "ch_q_named", "ch_prio",
 )
 B, I, F, I8, I32 = np.bool_, np.int64, np.float64, np.int8, np.int32
 MUTABLE = {
@@ -165,6 +175,7 @@ MUTABLE = {
     "evictions": ("J", 0, I), "restarts": ("J", 0, I), "version": ("J", 0, I),
     "t_rerun": ("T", np.nan, F), "draining": ("J", False, B),
     "rate": ("J", 1.0, F), "rate_since": ("J", np.nan, F),
+    "rec_prio": ("J", 0, I),  # the job priority the run's record gives: as it stood when the job started
     "n_used": ("N R", 0, F), "n_rel": ("N R", 0, F), "n_pip": ("N R", 0, F), "pods": ("N 6", 0, F),
     "n_version": ("N", 0, I), "node_first": ("N", -1, I), "node_next": ("T", -1, I),
     "node_prev": ("T", -1, I),
@@ -241,13 +252,22 @@ CoreFields = namedtuple("CoreFields", STATIC + tuple(MUTABLE))
 def unsupported(compiled: Compiled) -> str | None:
     """What in this compiled Volcano scenario the numba core does not simulate, or None."""
     problem = compiled.problem
-    policy = problem.policy
-    if len(compiled.change_time):
-        return "changes in time (Queues, PriorityClasses, the scheduler conf)"
-    if policy.action_period is not None or policy.pods_at_submit:
-        return "action periods or pods at submit"
     if np.isfinite(problem.job_time_limit).any():
         return "job time limits"
+    missing = _conf_unsupported(problem, problem.policy)
+    if missing is not None:
+        return missing
+    for at, patch in zip(compiled.change_time, compiled.change_patch):
+        missing = _conf_unsupported(problem, patch["policy"]) if "policy" in patch else None
+        if missing is not None:
+            return f"{missing} (in the conf a change applies at {at:g}s)"
+    return None
+
+
+def _conf_unsupported(problem: Problem, policy) -> str | None:
+    """What of this conf (the scenario's, or one a change applies) the core does not simulate."""
+    if policy.action_period is not None or policy.pods_at_submit:
+        return "action periods or pods at submit"
     kinds = [Plugin(k) for k in policy.plugin_kind]
     for kind in set(kinds):
         if kinds.count(kind) > 1:
@@ -267,9 +287,10 @@ _ARG_DEFAULTS = np.array([ARG_DEFAULTS.get(arg, np.nan) for arg in Arg], float)
 """Volcano's default of each plugin argument (NaN: none), in Arg order."""
 
 
-def _plugin_arrays(problem: Problem) -> dict:
-    """Plugin kinds, tiers, arguments with Volcano's defaults, and the callback table."""
-    policy = problem.policy
+def _plugin_arrays(policy) -> dict:
+    """The static fields that come from the scheduler conf (what a conf change swaps): plugin kinds,
+    tiers, arguments with Volcano's defaults, the callback table, the actions, StrictFIFO and
+    network-topology-aware's switches."""
     n = len(policy.plugin_kind)
     given = np.asarray(policy.plugin_args, float).reshape(n, len(Arg))
     args = np.where(np.isnan(given), _ARG_DEFAULTS, given)  # Problem.plugin_arg for every entry
@@ -292,7 +313,27 @@ def _plugin_arrays(problem: Problem) -> dict:
             "hooks": hooks, "hook_len": hook_len, "of_kind": of_kind,
             "actions": policy.actions.astype(np.int64),
             "has_enqueue": bool(np.any(policy.actions == Action.ENQUEUE)),
-            "usage_read": bool((of_kind[[P.PROPORTION, P.CAPACITY, P.OVERCOMMIT]] >= 0).any())}
+            "usage_read": bool((of_kind[[P.PROPORTION, P.CAPACITY, P.OVERCOMMIT]] >= 0).any()),
+            "strict_fifo": bool(policy.strict_fifo), **_topology_switches(policy)}
+
+
+def _topology_switches(policy) -> dict:
+    """Whether network-topology-aware's hyperNodeGradient and hyperNodeOrder are on."""
+    e = [p for p, k in enumerate(policy.plugin_kind.tolist()) if k == Plugin.NETWORK_TOPOLOGY_AWARE]
+    enabled = policy.plugin_enabled
+    return {"topo_gradient": bool(e and enabled[e[0], Ext.HYPER_NODE_GRADIENT]),
+            "topo_order": bool(e and enabled[e[0], Ext.HYPER_NODE_ORDER])}
+
+
+def change_confs(compiled: Compiled) -> list[dict]:
+    """The conf arrays of each conf the scenario's changes apply, in their order (``ch_arg`` of a
+    conf change); proportion's, capacity's and overcommit's usage is kept from the start when any
+    conf of the run reads it (``usage_read``)."""
+    confs = [_plugin_arrays(patch["policy"]) for patch in compiled.change_patch if "policy" in patch]
+    if not confs:
+        return []
+    read = any(conf["usage_read"] for conf in [_plugin_arrays(compiled.problem.policy), *confs])
+    return [conf | {"usage_read": read} for conf in confs]
 
 
 def _hypernode_arrays(problem: Problem) -> dict:
@@ -300,24 +341,20 @@ def _hypernode_arrays(problem: Problem) -> dict:
     arrays: tiers, parents, the breadth-first order from the root (children by index, as
     hyperNodeGradient walks them), the tiers in use, members (CSR), each node's HyperNode per tier and
     of the lowest tier; each job's networkTopology tier as allocate reads it (soft mode: the root's
-    tier, -1: none); and whether network-topology-aware's hyperNodeGradient and hyperNodeOrder are on."""
+    tier, -1: none)."""
     hn = HyperNodes(problem)
     bfs = [hn.root]
     for h in bfs:
         bfs.extend(sorted(hn.children[h]))
     sizes = [len(m) for m in hn.members]
     topo = np.where(problem.job_topology_hard, problem.job_topology_tier, hn.tier[hn.root])
-    e = [p for p, k in enumerate(problem.policy.plugin_kind.tolist()) if k == Plugin.NETWORK_TOPOLOGY_AWARE]
-    enabled = problem.policy.plugin_enabled
     return {"hn_tier": np.array(hn.tier, np.int64), "hn_parent": np.array(hn.parent, np.int64),
             "hn_bfs": np.array(bfs, np.int64), "hn_tiers": np.array(hn.tiers, np.int64),
             "hn_mem_off": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
             "hn_mem": np.array([n for m in hn.members for n in m], np.int64),
             "node_hn": core_view(problem.node_hypernode, I),
             "node_low": np.array([hn.of_node(n) for n in range(problem.n_nodes)], np.int64),
-            "j_topo": np.where(problem.job_topology_tier >= 0, topo, -1).astype(np.int64),
-            "topo_gradient": bool(e and enabled[e[0], Ext.HYPER_NODE_GRADIENT]),
-            "topo_order": bool(e and enabled[e[0], Ext.HYPER_NODE_ORDER])}
+            "j_topo": np.where(problem.job_topology_tier >= 0, topo, -1).astype(np.int64)}
 
 
 def _queue_arrays(problem: Problem, total: np.ndarray) -> dict:
@@ -392,14 +429,15 @@ MAX_SHAPE_COUNTS = 4_000_000
 """Most (queue, minResources shape) counters the enqueue shortcut keeps; beyond, enqueue uses heaps."""
 
 
-def _waiting_arrays(p: Problem, arrays: dict) -> dict:
+def _waiting_arrays(p: Problem, arrays: dict, changes: bool) -> dict:
     """What enqueue needs to take each queue's Pending PodGroups in order without a heap: their
     JobOrderFn order (a Pending PodGroup has no pods, so priority, gang's readiness with no pod
     ready and drf's zero share, then creation and UID, decide it), each job's minResources shape,
     the segment of each (queue, shape) in the waiting lists. ``fast_enqueue``: that order holds (no sla,
     no job starting from a snapshot) and enqueue runs. The same order ranks allocate's plain candidates
     (every pod Pending, not ready: gang and drf tie them as they tie a Pending PodGroup), kept per queue
-    in the segments ``al_off``."""
+    in the segments ``al_off``. A run with ``changes`` keeps no such lists: a change may reorder the
+    jobs (a PriorityClass's value, the conf's JobOrderFns), and the sessions order them afresh."""
     kinds = [int(arrays["p_kind"][e]) for e in arrays["hooks"][H_JOB_ORDER, :arrays["hook_len"][H_JOB_ORDER]]]
     keys = []
     for kind in kinds:
@@ -413,7 +451,8 @@ def _waiting_arrays(p: Problem, arrays: dict) -> dict:
     minres = np.column_stack([arrays["j_minres"], arrays["j_has_minres"]])
     shape = row_ids(minres)
     n_queues = len(arrays["q_weight"])
-    fast = (arrays["has_enqueue"] and P.SLA not in arrays["p_kind"] and not (arrays["j_init_phase"] >= 0).any()
+    fast = (not changes and arrays["has_enqueue"] and P.SLA not in arrays["p_kind"]
+            and not (arrays["j_init_phase"] >= 0).any()
             and n_queues * (int(shape.max()) + 1 if p.n_jobs else 1) <= MAX_SHAPE_COUNTS)
     if not fast:
         shape = np.zeros(p.n_jobs, np.int64)
@@ -512,7 +551,6 @@ def static_arrays(c: Compiled) -> dict:
         "t_shape": row_ids(p.task_request),
         "total": total, "horizon": float(c.horizon), "period": float(c.schedule_period),
         "gpu": names.index(GPU) if GPU in names else -1,
-        "strict_fifo": bool(p.policy.strict_fifo),
         "ne_time": core_view(c.event_time, F), "ne_node": core_view(c.event_node, I),
         "ne_kind": core_view(c.event_kind, I),
         # the job progress model (Compiled.job_class and the class tables; clock.Simulation._rate)
@@ -528,11 +566,52 @@ def static_arrays(c: Compiled) -> dict:
     arrays.update(_queue_arrays(p, total))
     arrays.update(_role_pairs(p))
     arrays.update(_snapshot_arrays(c))
-    arrays.update(_plugin_arrays(p))
+    arrays.update(_plugin_arrays(p.policy))
     arrays.update(_hypernode_arrays(p))
     arrays.update(_quota_arrays(c))
-    arrays.update(_waiting_arrays(p, arrays))
+    arrays.update(_change_arrays(c, arrays))
+    arrays.update(_waiting_arrays(p, arrays, bool(len(c.change_time))))
     return arrays
+
+
+def _change_arrays(c: Compiled, arrays: dict) -> dict:
+    """The scenario's changes in time order (``Compiled.change_time``) as the core applies them
+    (core_clock.change_event): per change its time, kind (``events.CH_QUEUE`` ...) and argument (a
+    PriorityClass change's row of ``ch_prio``, a conf change's index in :func:`change_confs`); the
+    queue arrays as each change leaves them (:func:`_queue_arrays`), each PriorityClass change's
+    job priorities. The priority ranks (``j_prank``, ``prio_of_rank``) cover every value a job takes
+    in the run; a conf change makes ``usage_read`` that of every conf of the run."""
+    p, total = c.problem, arrays["total"]
+    kinds, args, queues, rows = [], [], [], []
+    now, confs = p, 0
+    for patch in c.change_patch:
+        now = dataclasses.replace(now, **{k: v for k, v in patch.items() if k.startswith("queue_")})
+        queues.append(_queue_arrays(now, total))
+        if "policy" in patch:
+            kinds.append(CH_CONF)
+            args.append(confs)
+            confs += 1
+        elif "job_priority" in patch:
+            kinds.append(CH_PRIORITY_CLASS)
+            args.append(len(rows))
+            rows.append(np.asarray(patch["job_priority"], np.int64))
+        else:
+            kinds.append(CH_QUEUE)
+            args.append(-1)
+    n_queues, n_res = arrays["q_rcap"].shape
+    out = {"ch_time": core_view(c.change_time, F), "ch_kind": np.array(kinds, np.int64),
+           "ch_arg": np.array(args, np.int64),
+           "ch_prio": np.array(rows, np.int64).reshape(len(rows), p.n_jobs)}
+    for name, shape, dtype in (("q_weight", (n_queues,), F), ("q_rcap", (n_queues, n_res), F),
+                               ("q_guar", (n_queues, n_res), F), ("q_des", (n_queues, n_res), F),
+                               ("q_named", (n_queues, n_res), B)):
+        out[f"ch_{name}"] = np.array([q[name] for q in queues], dtype).reshape(len(queues), *shape)
+    if rows:
+        out["prio_of_rank"] = np.unique(np.concatenate([arrays["j_prio"], *rows])).astype(np.float64)
+        out["j_prank"] = np.searchsorted(out["prio_of_rank"], arrays["j_prio"]).astype(np.int64)
+    if confs:
+        out["usage_read"] = change_confs(c)[0]["usage_read"]
+    return out
 
 
 def row_ids(rows: np.ndarray) -> np.ndarray:
@@ -592,12 +671,13 @@ def mutable_arrays(st: dict, scale: float) -> dict:
     # before a session counts again (``core_clock.room_for_session``), so a run without restarts
     # never grows its buffers near its end
     running = int(min(n_tasks, float(st["node_alloc"][:, PODS].sum())))
-    grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks + len(st["ne_time"])), ("K", n_tasks + running), ("U", n_nodes))
+    grown = (("E", 4 * n_jobs + 4 * n_tasks), ("H", n_jobs + 2 * n_tasks + len(st["ne_time"]) + len(st["ch_time"])), ("K", n_tasks + running), ("U", n_nodes))
     for name, size in grown:
         sizes[name] = max(8, int(scale * (size + 64)))
     arrays = fresh(MUTABLE, sizes)
     arrays["ints"][I_WATER_FILLED] = -1  # no deserved computed yet
     arrays["ints"][I_FULL_NODES] = int((st["node_alloc"][:, PODS] <= 0).sum())  # nodes that take no pod
+    arrays["rec_prio"][:] = st["j_prio"]
     return arrays
 
 
@@ -626,14 +706,17 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
     is called and Ctrl-C (KeyboardInterrupt) is raised, which jitted code cannot see."""
     from .core_clock import run as run_core
 
-    mutable, _ = run_grown(in_slices(run_core, progress), CoreFields, static, scale)
+    confs = change_confs(compiled)
+    mutable, _ = run_grown(in_slices(run_core, progress, confs), CoreFields, static, scale)
     return None if mutable["refused"][0] else _record(compiled, mutable)
 
 
-def in_slices(run_core, progress: Progress | None):
+def in_slices(run_core, progress: Progress | None, confs: list[dict] = ()):
     """A family's jitted entry ``run_core(fields, budget)`` (it takes a step budget and goes on
     where the last call stopped, ``core_clock.clock_loop``) run a slice of :data:`STEP_SECONDS`
-    at a time, telling ``progress`` between slices."""
+    at a time, telling ``progress`` between slices. Where the core stopped at a conf change
+    (``ints[I_CONF]`` = k + 1), the fields of conf ``confs[k]`` replace the conf's before it goes on
+    (the same types: the same compiled code)."""
 
     def entry(fields):
         budget = FIRST_STEPS
@@ -645,6 +728,10 @@ def in_slices(run_core, progress: Progress | None):
                 return fields
             if fields.ints[I_GROW]:
                 fields = grown(fields)
+                continue
+            if fields.ints[I_CONF]:
+                fields = fields._replace(**confs[fields.ints[I_CONF] - 1])
+                fields.ints[I_CONF] = 0
                 continue
             took = time.perf_counter() - began
             budget = max(1, int(budget * min(4.0, STEP_SECONDS / max(took, 1e-6))))
@@ -663,8 +750,8 @@ def run_grown(entry, fields, static: dict, scale: float, own=None) -> tuple[dict
         if len(mutable["ev_time"]) > MAX_EVENTS:
             raise endless()
         family = own(static, len(mutable["ev_time"]), scale) if own else {}
-        nodes = {name: static[name].copy() for name in NODE_STATE} if len(static["ne_time"]) else {}
-        ran = entry(fields(**(static | nodes), **mutable, **family))
+        changed = (NODE_STATE if len(static["ne_time"]) else ()) + (CHANGE_STATE if len(static["ch_time"]) else ())
+        ran = entry(fields(**(static | {name: static[name].copy() for name in changed}), **mutable, **family))
         mutable.update((name, getattr(ran, name)) for name in mutable)  # with the buffers it grew on the way
         if not mutable["ints"][I_OVERFLOW]:
             return mutable, family
@@ -673,6 +760,8 @@ def run_grown(entry, fields, static: dict, scale: float, own=None) -> tuple[dict
 
 NODE_STATE = ("node_sched", "class_clean")
 """Static arrays the node events change during a run (core_clock.node_event): each run gets its own copy."""
+CHANGE_STATE = ("q_weight", "q_rcap", "q_guar", "q_des", "q_named", "j_prio", "j_prank", "t_prio")
+"""Static arrays the changes set during a run (core_clock.change_event): each run gets its own copy."""
 
 
 GROWN = ("ev_time", "ev_int", "runs", "h_time", "h_key")
@@ -899,7 +988,7 @@ def _alive(pid: int) -> bool:
 
 
 def _record(c: Compiled, m: dict) -> RunRecord:
-    return record(m, lambda time, coded: _events(c.problem, time, coded))
+    return record(m, lambda time, coded: _events(c.problem, time, coded, said=c.change_said), priority=m["rec_prio"])
 
 
 def record(m: dict, events, **extra) -> RunRecord:
@@ -927,9 +1016,11 @@ _PLACED = {MSG_FITS_IDLE: "fits Idle on ", MSG_BACKFILL: "best-effort task place
            MSG_RECLAIMED_ROOM: "reclaimed room on "}
 
 
-def _events(p: Problem, time: np.ndarray, coded: np.ndarray, kinds: tuple[str, ...] = EVENT_KINDS) -> tuple:
+def _events(p: Problem, time: np.ndarray, coded: np.ndarray, kinds: tuple[str, ...] = EVENT_KINDS,
+            said: tuple[tuple[str, str, str], ...] = ()) -> tuple:
     """The (time, kind, job, task, node, reason, message) columns, with the reference engine's texts
-    (``kinds``: the names of the kind codes, the Volcano ones first)."""
+    (``kinds``: the names of the kind codes, the Volcano ones first; ``said``: what each change of
+    the scenario logs, ``Compiled.change_said``)."""
     kind, job, task, node, msg, a, b = (coded[:, k].astype(np.int64) for k in range(7))
     nodes, tasks = np.array(p.node_names + ("",), object), np.array(p.task_names + ("",), object)
     reasons = np.full(len(time), "", object)
@@ -956,6 +1047,10 @@ def _events(p: Problem, time: np.ndarray, coded: np.ndarray, kinds: tuple[str, .
         reasons[rows] = reason
     rows = np.flatnonzero(msg == MSG_PHASE)
     messages[rows] = _PHASE_CHANGES[a[rows], b[rows]]
+    if said:
+        rows = np.flatnonzero((kind >= EV_CHANGE) & (kind < EV_CHANGE + len(CHANGE_LOGGED)))
+        reasons[rows] = np.array([reason for _, reason, _ in said], object)[a[rows]]
+        messages[rows] = np.array([message for _, _, message in said], object)[a[rows]]
     rows = np.flatnonzero(msg == MSG_PODS_RUNNING)
     if len(rows):
         counts = np.array([f"{x} pods running" for x in range(int(a[rows].max()) + 1)], object)

@@ -35,6 +35,7 @@ from .core_state import (
     EI_NODE,
     EI_TASK,
     EV_BOUND,
+    EV_CHANGE,
     EV_COMPLETED,
     EV_DELETED,
     EV_ENQUEUED,
@@ -48,6 +49,7 @@ from .core_state import (
     I_BINDS,
     I_BOOKS,
     I_CLOSED,
+    I_CONF,
     I_CREATED,
     I_EVENTS,
     I_EVICTS,
@@ -60,6 +62,7 @@ from .core_state import (
     I_RUNS,
     I_SESSIONS,
     I_TO_START,
+    I_WATER_FILLED,
     MSG_DRAINED,
     MSG_FITS_FUTURE,
     MSG_NODE_LOST,
@@ -85,8 +88,21 @@ from .core_state import (
     state_free,
     state_new,
 )
-from .events import ARRIVAL, CORDON, DRAIN, FAIL, FINISH, NODE, RECOVER, RELEASED, WAKE
-from .volcano.core_actions import run_session, sort_prefix
+from .events import (
+    ARRIVAL,
+    CH_PRIORITY_CLASS,
+    CH_QUEUE,
+    CHANGE,
+    CORDON,
+    DRAIN,
+    FAIL,
+    FINISH,
+    NODE,
+    RECOVER,
+    RELEASED,
+    WAKE,
+)
+from .volcano.core_actions import bounds_reset, run_session, sort_prefix
 
 # -------------------------------------------------------------------------------- records
 
@@ -671,9 +687,52 @@ def node_event(s, now, e):
 
 
 @jit
+def change_event(s, now, e):
+    """Change ``e`` of the scenario (clock.Simulation._change), after the other events of its
+    instant, so that the instant's session reads it: a Queue's fields (the queue arrays as the change
+    leaves them, ``s.ch_q_*``), a PriorityClass's value (every PodGroup's priority, the priority of
+    the pods not created yet, and the record's priority of the jobs not started), or the conf: the
+    driver swaps in the arrays of conf ``s.ch_arg[e]`` when the clock stops at ``ints[I_CONF]``.
+    What sessions remember across sessions of what a change moves is made afresh: every live job's
+    phase is recomputed at the next close (touched), the victim bounds, proportion's deserved, and
+    for a new conf the node scores and the fits-nowhere memo (its plugins decide them)."""
+    kind, arg = s.ch_kind[e], s.ch_arg[e]
+    if kind == CH_QUEUE:
+        s.q_weight[:] = s.ch_q_weight[e]
+        s.q_rcap[:, :] = s.ch_q_rcap[e]
+        s.q_guar[:, :] = s.ch_q_guar[e]
+        s.q_des[:, :] = s.ch_q_des[e]
+        s.q_named[:, :] = s.ch_q_named[e]
+    elif kind == CH_PRIORITY_CLASS:
+        for j in range(s.j_prio.size):
+            value = s.ch_prio[arg, j]
+            s.j_prio[j] = value
+            s.j_prank[j] = np.searchsorted(s.prio_of_rank, float(value))
+            if math.isnan(s.start_t[j]):
+                s.rec_prio[j] = value
+            if not s.created[j]:
+                for t in range(s.j_lo[j], s.j_lo[j + 1]):
+                    s.t_prio[t] = value
+    else:
+        s.ints[I_CONF] = arg + 1
+        s.score_key[:, :] = -1
+        s.fit_books[:] = -1
+        s.m_freed[:] = 0
+    s.ints[I_WATER_FILLED] = -1
+    bounds_reset(s)
+    s.ints[I_BOOKS] += 1
+    for i in range(s.ints[I_LIVE]):
+        touch(s, s.live[i])
+    log(s, now, EV_CHANGE + kind, -1, -1, -1, MSG_NONE, e, 0)
+
+
+@jit
 def apply_event(s, now, slot):
     if s.h_key[slot, 0] == NODE:
         node_event(s, now, s.h_key[slot, 1])
+        return True
+    if s.h_key[slot, 0] == CHANGE:
+        change_event(s, now, s.h_key[slot, 1])
         return True
     return clock_event(s, now, slot, arrive, released)
 
@@ -815,9 +874,11 @@ def clock_loop(s, budget, next_session, settled, apply_event, changed, session, 
                     break
                 if apply_event(s, now, slot):
                     touched = True
+                if s.ints[I_CONF]:
+                    break
             if touched:
                 changed(s)
-            if s.ints[I_GROW]:
+            if s.ints[I_GROW] or s.ints[I_CONF]:
                 over = False
                 break
             s.clock[3] = 1.0
@@ -868,11 +929,20 @@ def push_node_events(s):
             push_event(s, s.ne_time[e], NODE, e, 0)
 
 
+@jit
+def push_changes(s):
+    """At a run's start, the scenario's changes onto the clock's heap (it has room for them too)."""
+    if s.clock[3] == 0.0:
+        for e in range(s.ch_time.size):
+            push_event(s, s.ch_time[e], CHANGE, e, 0)
+
+
 @entry
 def run(fields, budget):
     """The run of a compiled scenario (:func:`clock_loop`, Volcano's sessions), at most ``budget``
     steps of it; True when it is over."""
     s = state_new(fields)
+    push_changes(s)
     push_node_events(s)
     over = clock_loop(s, budget, next_session, never, apply_event, changed, session, room_for_event, room_for_session)
     state_free(s)

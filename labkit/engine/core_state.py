@@ -29,7 +29,7 @@ from numba.core.typed_passes import NativeLowering
 from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
 
-from .events import NODE_LOGGED
+from .events import CHANGE_LOGGED, NODE_LOGGED
 from .problem import (
     BALANCED_CHANGE_SINCE,
     CPU,
@@ -286,9 +286,11 @@ OP_EVICT, OP_PIPELINE, OP_ALLOCATE = range(3)
 # Run events (the ``kind`` column) and what the message of each says
 (EV_SUBMITTED, EV_ENQUEUED, EV_BOUND, EV_PIPELINED, EV_STARTED, EV_EVICTED, EV_RESTARTING, EV_DELETED,
  EV_COMPLETED, EV_NODE) = range(10)
+EV_CHANGE = EV_NODE + len(NODE_LOGGED)
 EVENT_KINDS = ("Submitted", "Enqueued", "Bound", "Pipelined", "Started", "Evicted", "Restarting", "Deleted",
-               "Completed") + NODE_LOGGED
-"""EV_NODE + a node event's kind (``events.NODE_KINDS``) is the kind of the event it logs."""
+               "Completed") + NODE_LOGGED + CHANGE_LOGGED
+"""EV_NODE + a node event's kind (``events.NODE_KINDS``) is the kind of the event it logs, EV_CHANGE +
+a change's kind (``events.CH_QUEUE`` ...) the kind of a change's."""
 (MSG_NONE, MSG_PHASE, MSG_FITS_IDLE, MSG_BACKFILL, MSG_SNAPSHOT, MSG_FITS_FUTURE, MSG_PREEMPTED_ROOM,
  MSG_RECLAIMED_ROOM, MSG_PODS_RUNNING, MSG_PREEMPTED_BY, MSG_RECLAIMED_BY, MSG_NODE_LOST, MSG_DRAINED,
  MSG_RESTART) = range(14)
@@ -301,8 +303,8 @@ EI_KIND, EI_JOB, EI_TASK, EI_NODE, EI_MSG, EI_A, EI_B = range(7)
  I_STAMP, I_QUEUE_HEAP, I_ATTRS, I_UNRESOLVABLE, I_FIT_POOL, I_FIT_TASKS, I_ACTION, I_TO_CLOSE, I_TO_START,
  I_CLOSED, I_CANDIDATES, I_WAITING, I_WATER_FILLED, I_IN_SESSION, I_VICTIMS, I_IMPURE, I_ACTIVE,
  I_BOOKS, I_CREATED, I_GROW, I_PENDING_GROUPS, I_OTHERS, I_NODES, I_FREED, I_FULL_NODES, I_KINDS,
- I_BOUNDS_DIRTY, I_BOUNDS_BUILT, I_ARRIVED) = range(39)
-N_INTS = 39
+ I_BOUNDS_DIRTY, I_BOUNDS_BUILT, I_ARRIVED, I_CONF) = range(40)
+N_INTS = 40
 FREED_LOG = 64
 """The nodes of the last this many books changes that could free room (``s.freed``, ``ints[I_FREED]``)."""
 

@@ -18,6 +18,11 @@ CHANGE = 8
 """A change of the scenario (``changes``: a Queue, a PriorityClass, the conf), applied after the
 other events of its instant; its index is the change's row in ``Compiled.change_time``."""
 
+CH_QUEUE, CH_PRIORITY_CLASS, CH_CONF = 0, 1, 2
+"""What a change sets: a Queue's fields, a PriorityClass's value, the scheduler conf."""
+CHANGE_LOGGED = ("QueueUpdated", "PriorityClassUpdated", "SchedulerConfReloaded")
+"""The event each kind of change logs (reason Applied)."""
+
 FAIL, RECOVER, CORDON, UNCORDON, DRAIN = 0, 1, 2, 3, 4
 """Node event kinds (``NodeEvent.kind``), in ``NODE_KINDS`` order."""
 NODE_KINDS = ("fail", "recover", "cordon", "uncordon", "drain")

@@ -105,7 +105,7 @@ _NODE_EVENTS = ALL
 scheduler meets them (Slurm: DOWN and DRAIN, engine/slurm/reference.py); a Volcano conf without the
 predicates plugin, or Kueue with waitForPodsReady, is refused when the scenario is compiled."""
 _CHANGES = _only("volcano", R("changes in time: this policy family's engines do not simulate them"))
-"""Queues, PriorityClasses and the conf changed in time: Volcano's reference engine applies them."""
+"""Queues, PriorityClasses and the conf changed in time: both Volcano engines apply them."""
 _HYPERNODES = {
     "volcano": H,  # HyperNodes for the network-topology-aware plugin (jobs with networkTopology)
     "kube-scheduler": W("Volcano HyperNodes; kube-scheduler does not place pods by them (the job progress "

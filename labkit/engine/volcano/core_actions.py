@@ -1546,6 +1546,27 @@ def bounds_refresh(s):
 
 
 @jit
+def bounds_reset(s):
+    """The per-queue sums behind :func:`queue_bounds` emptied, made again from every live job when
+    next wanted: what a job brought was counted at its priority's rank then, which a PriorityClass
+    change moves, and a Queue or conf change moves what the bounds read."""
+    s.qa_count[:, :] = 0
+    s.qa_prio[:, :, :] = 0
+    s.qa_gang[:, :] = 0
+    s.qa_drf[:, :] = -math.inf
+    s.qa_drf_n[:, :] = 0
+    s.qa_stale[:, :] = False
+    s.qc_count[:, :] = 0
+    s.qc_gang[:, :] = False
+    s.qc_drf[:, :] = -math.inf
+    for i in range(s.ints[I_BOUNDS_DIRTY]):
+        s.bd_mark[s.bd_job[i]] = False
+    s.ints[I_BOUNDS_DIRTY] = 0
+    s.ints[I_BOUNDS_BUILT] = 0
+    s.nv_books[:] = -1
+
+
+@jit
 def bound_enter(s, j, kind):
     """Job ``j``'s candidates of ``kind`` into its queue's sums."""
     q = s.j_queue[j]
