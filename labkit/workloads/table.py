@@ -151,7 +151,7 @@ def job_table(scenario: Scenario) -> JobTable:
     return JobTable(**columns, shapes=tuple(tasks for _, tasks in by_id))
 
 
-UNTABLED = frozenset(("status", "time_limit", "partition", "qos", "user", "placement"))
+UNTABLED = frozenset(("status", "time_limit", "partition", "qos", "user", "requeue", "placement"))
 """The fields of a Job its table row does not hold (Slurm's, the snapshot)."""
 
 
