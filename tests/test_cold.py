@@ -254,3 +254,31 @@ def test_a_foreground_compile_shows_nothing(monkeypatch):
     add_one = njit(lambda x: x + 1)
     core.ensure_compiled(add_one, (1,))
     assert shown == [] and len(add_one.overloads) == 1 and add_one(1) == 2
+
+
+def test_a_core_function_is_compiled_once_whatever_constants_it_is_called_with():
+    """numba compiles a callee again for each constant passed to it from jitted code (``log(s, now,
+    EV_BOUND, ...)`` as ``Literal[int](2)``), a fifth of a cold compile; a core function (``jit``) is
+    typed with the plain types, once, and only the functions marked ``per_constant`` (a heap or scan
+    chosen by a constant in a hot loop) keep numba's copies."""
+    from numba import njit
+
+    from labkit.engine import core_state
+    from labkit.engine.volcano import core_actions, core_plugins
+
+    @core_state.jit
+    def once(kind, x):
+        return x + 1 if kind == 1 else x - 1
+
+    @core_state.per_constant
+    def copied(kind, x):
+        return x + 1 if kind == 1 else x - 1
+
+    @njit
+    def caller(x):
+        return once(1, x) + once(2, x) + copied(1, x) + copied(2, x)
+
+    assert caller(10) == 40
+    assert len(once.overloads) == 1 and len(copied.overloads) == 2
+    assert type(core_plugins.heap_push) is type(copied) and type(core_actions.scan) is type(copied)
+    assert type(core_plugins.job_less) is type(once)

@@ -25,6 +25,7 @@ from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_lock import require_global_compiler_lock
 from numba.core.compiler_machinery import register_pass
+from numba.core.registry import CPUDispatcher
 from numba.core.typed_passes import NativeLowering
 from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
@@ -217,9 +218,32 @@ class _EntryCompiler(_CalleeCompiler):
     lowering = _EntryLowering
 
 
-jit = njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, pipeline_class=_CalleeCompiler)
-"""The core's functions, called only from jitted code (no wrappers): compiled with the entry point
-that calls them, into its module (:class:`_CalleeLibrary`), and cached with it."""
+class _OnceDispatcher(CPUDispatcher):
+    """A core function compiled once per argument types. Numba types a constant argument as a
+    literal (``move_task(s, t, RUNNING, n)`` passes ``Literal[int](5)``) and compiles the callee
+    again for each constant; a call from jitted code here passes the plain types instead, so a
+    function such as ``log`` is typed and lowered once rather than once per event kind."""
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(tuple(types.unliteral(a) for a in args),
+                                         {k: types.unliteral(v) for k, v in kws.items()})
+
+
+_CALLEE = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+
+def jit(py_func) -> _OnceDispatcher:
+    """The core's functions, called only from jitted code (no wrappers): compiled once per argument
+    types (:class:`_OnceDispatcher`) with the entry point that calls them, into its module
+    (:class:`_CalleeLibrary`), and cached with it."""
+    return _OnceDispatcher(py_func, targetoptions={"nopython": True, **_CALLEE}, pipeline_class=_CalleeCompiler)
+
+
+per_constant = njit(**_CALLEE, pipeline_class=_CalleeCompiler)
+"""For a core function whose constant arguments choose what it does in a hot loop (which heap,
+which node scan, which action): compiled again for each constant, numba's way, so that the choice
+is folded away. Typing every function once saves a fifth of a cold compile, but the week's warm
+run took a fifth longer until these few kept their copies (benchmarks/README.md, "Constants")."""
 
 inlined = njit(inline="always", no_cpython_wrapper=True, no_cfunc_wrapper=True, pipeline_class=_CalleeCompiler)
 """For the few large functions between the entry point and the actions: inlined into their one

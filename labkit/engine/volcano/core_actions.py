@@ -106,6 +106,7 @@ from ..core_state import (
     SUCCEEDED,
     inlined,
     jit,
+    per_constant,
 )
 from .core_plugins import (
     B_COUNT,
@@ -292,7 +293,7 @@ def unresolvable(failure):
     return failure == F_UNSCHEDULABLE_NODE or failure == F_NODE_MISMATCH
 
 
-@jit
+@per_constant
 def failure_of(s, t, n, mode):
     """The predicate a scan applies: allocate (FutureIdle fit, then PredicateFn), backfill
     (PredicateFn) or preempt (only unresolvable failures count)."""
@@ -304,7 +305,7 @@ def failure_of(s, t, n, mode):
     return failure
 
 
-@jit
+@per_constant
 def scan(s, t, mode, nodes, nn, cache_row):
     """PredicateNodes over ``nodes[:nn]`` from the rotating start: the feasible nodes go to
     ``s.feas`` (returns their count), unresolvable failures to ``s.unres``. ``cache_row`` >= 0
@@ -700,7 +701,7 @@ def first_sight(s, q):
     return True
 
 
-@jit
+@per_constant
 def start_action(s, action):
     s.q_seen[:] = False
     s.ints[I_QUEUE_HEAP] = 0
@@ -1445,7 +1446,7 @@ def in_scope(s, other, scope, j):
     return oq != q and s.q_reclaimable[oq]
 
 
-@jit
+@per_constant
 def candidate(s, t, preemptor, scope, j):
     """Task ``t``, on a node, is one of the candidates of :func:`tasks_on_node`."""
     st = s.status[t]
@@ -1456,7 +1457,7 @@ def candidate(s, t, preemptor, scope, j):
     return keep and s.t_preemptable[t] and in_scope(s, s.t_job[t], scope, j)
 
 
-@jit
+@per_constant
 def no_victims_anywhere(s, t, scope, j):
     """The vote picks no victim for ``t`` on any node: it is bounded over every candidate of
     the live jobs (:func:`core_plugins.picks_none`). An attempt can then only place the task
@@ -1481,7 +1482,7 @@ def no_victims_anywhere(s, t, scope, j):
     return picks_none(s, H_PREEMPTABLE, t, b)
 
 
-@jit
+@per_constant
 def bound_candidates(s, b, t, scope, j, other):
     """Job ``other``'s candidates for ``t`` in ``scope`` (:func:`candidate`) into bound ``b``."""
     if s.j_cnt[other, RUNNING] + s.j_cnt[other, BOUND] == 0 or not in_scope(s, other, scope, j):

@@ -101,6 +101,7 @@ from ..core_state import (
     SLOT_CAPACITY,
     SLOT_PROPORTION,
     jit,
+    per_constant,
 )
 
 NON_ZERO_CPU = 100.0
@@ -209,7 +210,7 @@ def victim_less(s, a, b):
 # -------------------------------------------------------------------------------- heaps
 
 
-@jit
+@per_constant
 def heap_less(s, kind, a, b):
     if kind == HEAP_QUEUE:
         return queue_less(s, a, b)
@@ -220,7 +221,7 @@ def heap_less(s, kind, a, b):
     return victim_less(s, a, b)
 
 
-@jit
+@per_constant
 def heap_push(s, kind, buf, off, n, item):
     """container/heap Push onto ``buf[off:off+n]``."""
     j = n
@@ -233,7 +234,7 @@ def heap_push(s, kind, buf, off, n, item):
         j = i
 
 
-@jit
+@per_constant
 def heap_pop(s, kind, buf, off, n):
     """container/heap Pop from ``buf[off:off+n]``; returns the item."""
     last = n - 1
@@ -253,7 +254,7 @@ def heap_pop(s, kind, buf, off, n):
     return buf[off + last]
 
 
-@jit
+@per_constant
 def heap_of(s, kind, k):
     """Where heap ``k`` of ``kind`` lives: (buffer, offset, size array, size index). One queue
     heap and one victim heap at a time; a job heap per queue, a task heap per job."""
@@ -266,7 +267,7 @@ def heap_of(s, kind, k):
     return s.vh, 0, s.ints, I_VICTIMS
 
 
-@jit
+@per_constant
 def push(s, kind, k, item):
     """Push ``item`` on heap ``k`` of ``kind`` (util.PriorityQueue.Push)."""
     buf, off, sizes, i = heap_of(s, kind, k)
@@ -274,7 +275,7 @@ def push(s, kind, k, item):
     sizes[i] += 1
 
 
-@jit
+@per_constant
 def pop(s, kind, k):
     """Pop the first item of heap ``k`` of ``kind`` (util.PriorityQueue.Pop)."""
     buf, off, sizes, i = heap_of(s, kind, k)
@@ -635,7 +636,7 @@ def may_pick(s, e, preemptor, b, ls):
     return True
 
 
-@jit
+@per_constant
 def picks_none(s, hook, preemptor, b):
     """Preemptable / Reclaimable (``hook``) picks no victim on any node whose candidates are
     within bound ``b``: in every tier a plugin picks none of them, which leaves the tier
