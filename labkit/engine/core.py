@@ -49,6 +49,7 @@ from typing import ClassVar
 
 import numpy as np
 import pandas as pd
+from numba import types
 
 from ..errors import LabkitError
 from ..progress import Progress, waiting
@@ -100,8 +101,10 @@ from .core_state import (
     N_MEMO,
     N_PLUGINS,
     N_STATUS,
+    N_UNITS,
     PENDING,
     PH_PENDING,
+    state_type,
 )
 from .events import CH_CONF, CH_PRIORITY_CLASS, CH_QUEUE, CHANGE_LOGGED
 from .hypernodes import HyperNodes
@@ -170,6 +173,7 @@ MUTABLE = {
     "created": ("J", False, B), "status": ("T", PENDING, I8), "node": ("T", -1, I),
     "open_run": ("T", -1, I), "pip_on": ("T", -1, I), "pip_action": ("T", -1, I),
     "pip_evicted": ("T", False, B), "nominated": ("T", -1, I), "nominated_in": ("T", -1, I), "one": ("1", 0, I),
+    "units": (str(N_UNITS), 0, I),  # the addresses of the family's separately compiled units (in_slices)
     "run_start": ("J", np.nan, F), "work_done": ("J", 0, F), "lost_work": ("J", 0, F),
     "enq_t": ("J", np.nan, F), "start_t": ("J", np.nan, F), "end_t": ("J", np.nan, F),
     "evictions": ("J", 0, I), "restarts": ("J", 0, I), "version": ("J", 0, I),
@@ -705,23 +709,32 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
     (:data:`STEP_SECONDS`, :func:`in_slices`): there ``progress(jobs done, jobs, simulated time)``
     is called and Ctrl-C (KeyboardInterrupt) is raised, which jitted code cannot see."""
     from .core_clock import run as run_core
+    from .volcano.core_actions import UNIT_OF_ACTION, UNITS
 
     confs = change_confs(compiled)
-    mutable, _ = run_grown(in_slices(run_core, progress, confs), CoreFields, static, scale)
+    used = {UNIT_OF_ACTION.get(int(a)) for conf in [static, *confs] for a in conf.get("actions", ())}
+    units = [unit if k in used else None for k, unit in enumerate(UNITS)]
+    mutable, _ = run_grown(in_slices(run_core, progress, confs, units), CoreFields, static, scale)
     return None if mutable["refused"][0] else _record(compiled, mutable)
 
 
-def in_slices(run_core, progress: Progress | None, confs: list[dict] = ()):
+def in_slices(run_core, progress: Progress | None, confs: list[dict] = (), units=()):
     """A family's jitted entry ``run_core(fields, budget)`` (it takes a step budget and goes on
     where the last call stopped, ``core_clock.clock_loop``) run a slice of :data:`STEP_SECONDS`
     at a time, telling ``progress`` between slices. Where the core stopped at a conf change
     (``ints[I_CONF]`` = k + 1), the fields of conf ``confs[k]`` replace the conf's before it goes on
-    (the same types: the same compiled code)."""
+    (the same types: the same compiled code). ``units`` are the family's separately compiled
+    units (``core_state.unit``; None for one the run does not call): compiled with the entry
+    point, their addresses in ``fields.units``."""
 
     def entry(fields):
         budget = FIRST_STEPS
-        if not run_core.overloads:  # the first run of this family in this process
-            ensure_compiled(run_core, (fields, budget))
+        parts = [(run_core, tuple(run_core.typeof_pyval(a) for a in (fields, budget)))]
+        if any(units):
+            own = (state_type(run_core.typeof_pyval(fields)), types.float64, types.int64)
+            parts += [(unit, own) for unit in units if unit is not None]
+        ensure_compiled(parts)
+        fields.units[:len(units)] = [0 if unit is None else address(unit, parts[1][1]) for unit in units]
         while True:
             began = time.perf_counter()
             if run_core(fields, budget):
@@ -817,11 +830,11 @@ FOREGROUND = "LABKIT_COMPILE"
 
 
 class Cold(Exception):
-    """A family's entry point must be compiled before it can run (see :data:`WHEN_COLD`)."""
+    """A family's entry point or units must be compiled before it can run (see :data:`WHEN_COLD`)."""
 
-    def __init__(self, build: Build):
-        super().__init__(f"the numba core for {build.family} is not compiled yet")
-        self.build = build
+    def __init__(self, builds: Builds):
+        super().__init__(f"the numba core for {builds.family} is not compiled yet")
+        self.builds = builds
 
 
 @contextmanager
@@ -834,24 +847,36 @@ def when_cold(mode: str):
         WHEN_COLD.reset(token)
 
 
-def ensure_compiled(dispatcher, args: tuple) -> None:
-    """Make the jitted ``dispatcher`` ready for ``args``: from numba's on-disk cache when it holds
-    them (a second or so), else as :data:`WHEN_COLD` says. Numba would compile silently on the call,
-    for a minute or two on a fresh install; here a wait of more than two seconds says so."""
-    sig = tuple(dispatcher.typeof_pyval(a) for a in args)
-    if load_cached(dispatcher, sig):
+def ensure_compiled(parts: list[tuple]) -> None:
+    """Make each jitted dispatcher of ``parts`` ((dispatcher, signature) pairs: a family's entry
+    point and its units) ready for its signature: from numba's on-disk cache when it holds it (a
+    second or so), else as :data:`WHEN_COLD` says, the missing ones compiled side by side, each in
+    a process of its own. Numba would compile silently on the call, for a minute or so on a fresh
+    install; here a wait of more than two seconds says so."""
+    missing = [(dispatcher, sig) for dispatcher, sig in parts if not load_cached(dispatcher, sig)]
+    if not missing:
         return
     if os.environ.get(FOREGROUND) == "foreground":
-        dispatcher.compile(sig)
+        for dispatcher, sig in missing:
+            dispatcher.compile(sig)
         return
-    build = Build.of(dispatcher, sig)
+    builds = Builds([Build.of(dispatcher, sig) for dispatcher, sig in missing])
     mode = WHEN_COLD.get()
-    if mode == "raise" and not build.failed():
-        raise Cold(build.start())
-    if mode != "compile" and build.wait() and load_cached(dispatcher, sig):
-        return
-    with waiting(f"compiling the numba core for {build.family} (first run only; cached afterwards)"):
-        dispatcher.compile(sig)
+    if mode == "raise" and not builds.failed():
+        raise Cold(builds.start())
+    if mode != "compile":
+        builds.wait()
+        missing = [(dispatcher, sig) for dispatcher, sig in missing if not load_cached(dispatcher, sig)]
+    if missing:  # a compile that failed in the background shows its error here
+        with waiting(f"compiling the numba core for {builds.family} (first run only; cached afterwards)"):
+            for dispatcher, sig in missing:
+                dispatcher.compile(sig)
+
+
+def address(dispatcher, sig: tuple) -> int:
+    """Where the code of a :data:`core_state.unit` compiled for ``sig`` starts (``call_unit`` calls it)."""
+    compiled = dispatcher.overloads[sig]
+    return compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
 
 
 def load_cached(dispatcher, sig: tuple) -> bool:
@@ -949,12 +974,32 @@ class Build:
     def failed(self) -> bool:
         return self.ended() and not self.done()
 
+
+
+class Builds:
+    """The background compiles one run needs (its family's entry point and units), side by side."""
+
+    def __init__(self, builds: list[Build]):
+        self.builds = builds
+        self.family = builds[0].family
+
+    def start(self) -> Builds:
+        for build in self.builds:
+            build.start()
+        return self
+
+    def done(self) -> bool:
+        return all(build.done() for build in self.builds)
+
+    def failed(self) -> bool:
+        return any(build.failed() for build in self.builds)
+
     def wait(self) -> bool:
-        """Wait for the compile (started if need be), saying so after two seconds; True if it
+        """Wait for the compiles (started if need be), saying so after two seconds; True if all
         ended well (a failed one is compiled again in this process, which shows its error)."""
         self.start()
         with waiting(f"compiling the numba core for {self.family} (first run only; cached afterwards)"):
-            while not self.ended():
+            while not all(build.ended() for build in self.builds):
                 time.sleep(0.1)
         return self.done()
 

@@ -252,6 +252,38 @@ caller, so LLVM does not optimise everything they call once more for each of the
 entry = _cached(pipeline_class=_EntryCompiler)
 """A family's entry point, called from Python with the state's fields."""
 
+unit = _cached(pipeline_class=_EntryCompiler, **_CALLEE)
+"""A part of a family's core compiled and cached on its own, like an entry point, and called from
+the entry point's code through its address (:func:`call_unit`, ``s.units``): Volcano's actions
+that place pods and those that evict them are compiled only for a conf that has them, each in a
+process of its own beside the entry point's on a fresh install."""
+
+N_UNITS = 2
+"""Slots of ``s.units``: the addresses of a family's units (0 for one its run does not use)."""
+
+
+def state_type(fields_type) -> CoreState:
+    """The :class:`CoreState` of the named tuple type of a run's fields (what ``state_new`` makes)."""
+    return CoreState(list(zip(fields_type.fields, fields_type.types)))
+
+
+@intrinsic
+def call_unit(typingctx, address, state, now, code):
+    """Call the :data:`unit` compiled for ``(state, float64, int64)`` at ``address`` with ``now`` and
+    ``code``, as numba calls a jitted function: an error in it returns from the caller."""
+    sig = types.none(types.intp, state, types.float64, types.int64)
+
+    def codegen(context, builder, sig, args):
+        argtypes = sig.args[1:]
+        function_type = context.call_conv.get_function_type(types.none, argtypes)
+        function = builder.inttoptr(args[0], function_type.as_pointer())
+        status, _ = context.call_conv.call_function(builder, function, types.none, argtypes, args[1:])
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
 # -------------------------------------------------------------------------------- codes
 
 # TaskStatus

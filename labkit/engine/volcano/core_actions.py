@@ -104,9 +104,11 @@ from ..core_state import (
     SCAN_PREDICATE,
     SCAN_PREEMPT,
     SUCCEEDED,
+    call_unit,
     inlined,
     jit,
     per_constant,
+    unit,
 )
 from .core_plugins import (
     B_COUNT,
@@ -2094,19 +2096,39 @@ def reclaim(s, now):
                 push(s, HEAP_QUEUE, 0, q)
 
 
+@unit
+def enqueue_allocate_backfill(s, now, action):
+    """The actions that admit and place pending jobs (Volcano's shipped conf), compiled on their own
+    (``core_state.unit``)."""
+    if action == ENQUEUE:
+        enqueue(s, now)
+    elif action == ALLOCATE:
+        allocate(s, now)
+    else:
+        backfill(s, now)
+
+
+@unit
+def preempt_or_reclaim(s, now, action):
+    """The actions that evict running pods for starving ones, compiled on their own: a conf without
+    them (Volcano's shipped one) never compiles them."""
+    if action == PREEMPT:
+        preempt(s, now)
+    else:
+        reclaim(s, now)
+
+
+UNITS = (enqueue_allocate_backfill, preempt_or_reclaim)
+"""The slots of ``s.units`` (``core_state.N_UNITS``)."""
+UNIT_OF_ACTION = {ENQUEUE: 0, ALLOCATE: 0, BACKFILL: 0, PREEMPT: 1, RECLAIM: 1}
+"""The unit each action is compiled in."""
+
+
 @inlined
 def run_session(s, now):
-    """One scheduling cycle on the live jobs; returns the number of pipelined pods at close."""
+    """One scheduling cycle on the live jobs, its actions in conf order (each in its unit, called
+    through ``s.units``); returns the number of pipelined pods at close."""
     open_session(s)
     for a in s.actions:
-        if a == ENQUEUE:
-            enqueue(s, now)
-        elif a == ALLOCATE:
-            allocate(s, now)
-        elif a == BACKFILL:
-            backfill(s, now)
-        elif a == PREEMPT:
-            preempt(s, now)
-        elif a == RECLAIM:
-            reclaim(s, now)
+        call_unit(s.units[1 if a == PREEMPT or a == RECLAIM else 0], s, now, a)
     return close_session(s)
