@@ -30,6 +30,7 @@ core.load_cached = lambda dispatcher, sig: bool(core.Build.running) and all(b.do
 progress.DELAY = 0.0
 import labkit.engine.simulate
 labkit.engine.simulate.DELAY = 0.0  # simulate reads its own binding of the delay: show the line at once
+{setup}
 scenario = {scenario}
 out = []
 for engine in {engines}:
@@ -41,12 +42,13 @@ print(json.dumps(out))
 """
 
 
-def cold_runs(scenario: str, engines: list[str]) -> tuple[list, str]:
+def cold_runs(scenario: str, engines: list[str], setup: str = "") -> tuple[list, str]:
     """The runs of ``scenario`` (Python source) with these engines in a fresh interpreter that finds
-    the core not compiled: (engine, jobs JSON, events JSON) per run, and what it wrote on stderr."""
+    the core not compiled (after the statement ``setup``): (engine, jobs JSON, events JSON) per run,
+    and what it wrote on stderr."""
     env = {k: v for k, v in os.environ.items() if k != "LABKIT_COMPILE"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-c", COLD.format(scenario=scenario, engines=engines)],
+    proc = subprocess.run([sys.executable, "-c", COLD.format(scenario=scenario, engines=engines, setup=setup)],
                           capture_output=True, text=True, env=env, timeout=1800, check=False)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.splitlines()[-1]), proc.stderr
@@ -70,11 +72,47 @@ def test_reference_answers_a_small_first_run_and_the_core_the_next():
 def test_core_takes_over_a_long_reference_run_once_compiled():
     scenario = cases.case_study()
     expected = warm(scenario)
-    runs, err = cold_runs("cases.case_study()", ["auto"])
+    runs, err = cold_runs("cases.case_study()", ["auto"], "labkit.engine.simulate.REFERENCE_WHILE_COMPILING = 10_000")
     [(engine, jobs, events)] = runs
-    assert engine == "numba"  # the slice takes the reference engine ~10 s, the compile (cache warm) ~2 s
+    assert engine == "numba"  # the slice takes the reference engine ~50 s, the compile (cache warm) ~2 s
     assert "reference engine (the numba core for Volcano compiles meanwhile)" in err
     assert jobs == expected.jobs.to_json() and events == expected.events.to_json()
+
+
+def test_a_run_the_reference_engine_would_take_long_over_waits_for_the_compile():
+    """The case study's slice (2,500 jobs) takes the reference engine about as long as the core's
+    compile, which it would slow down by taking a core: it waits for the compile, saying so."""
+    from labkit.engine.simulate import REFERENCE_WHILE_COMPILING
+
+    scenario = cases.case_study()
+    expected = warm(scenario)
+    assert len(expected.jobs) > REFERENCE_WHILE_COMPILING
+    runs, err = cold_runs("cases.case_study()", ["auto"])
+    [(engine, jobs, events)] = runs
+    assert engine == "numba" and "reference engine" not in err
+    assert "compiling the numba core for Volcano (first run only; cached afterwards)" in err
+    assert jobs == expected.jobs.to_json() and events == expected.events.to_json()
+
+
+def test_a_conf_compiles_only_the_units_of_its_actions(monkeypatch):
+    """Volcano's actions are compiled in units of their own (``core_state.unit``), called through
+    their addresses: a conf without preempt and reclaim (the shipped one) never compiles the unit
+    that evicts, one with them does, and both give the reference engine's tables."""
+    from labkit.engine import core
+    from labkit.engine.volcano.core_actions import enqueue_allocate_backfill, preempt_or_reclaim
+
+    asked = []
+    ensure = core.ensure_compiled
+    monkeypatch.setattr(core, "ensure_compiled", lambda parts: asked.append([d for d, _ in parts]) or ensure(parts))
+    for scenario, units in [(cases.priority_stream(), [enqueue_allocate_backfill]),
+                            (cases.priority_preempt(), [enqueue_allocate_backfill, preempt_or_reclaim]),
+                            (cases.reclaim_case(), [enqueue_allocate_backfill, preempt_or_reclaim])]:
+        result = labkit.simulate(scenario, engine="numba")
+        assert asked[-1][1:] == units, scenario.name
+        reference = labkit.simulate(scenario, engine="reference")
+        assert result.jobs.equals(reference.jobs) and result.events.equals(reference.events), scenario.name
+    assert result.summary()["evictions"] == 1  # reclaim ran, in its unit
+
 
 
 def test_engine_numba_waits_for_the_compile_and_says_so():
