@@ -107,6 +107,7 @@ def test_a_conf_compiles_only_the_units_of_its_actions(monkeypatch):
     for scenario, units in [(cases.priority_stream(), [enqueue_allocate_backfill]),
                             (cases.priority_preempt(), [enqueue_allocate_backfill, preempt_or_reclaim]),
                             (cases.reclaim_case(), [enqueue_allocate_backfill, preempt_or_reclaim])]:
+        monkeypatch.setattr(core, "_READY", {})  # as in a process's first run of each
         result = labkit.simulate(scenario, engine="numba")
         assert asked[-1][1:] == units, scenario.name
         reference = labkit.simulate(scenario, engine="reference")

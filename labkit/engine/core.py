@@ -50,6 +50,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 from numba import types
+from numba._dispatcher import compute_fingerprint
 
 from ..errors import LabkitError
 from ..progress import Progress, waiting
@@ -729,12 +730,13 @@ def in_slices(run_core, progress: Progress | None, confs: list[dict] = (), units
 
     def entry(fields):
         budget = FIRST_STEPS
-        parts = [(run_core, tuple(run_core.typeof_pyval(a) for a in (fields, budget)))]
-        if any(units):
-            own = (state_type(run_core.typeof_pyval(fields)), types.float64, types.int64)
-            parts += [(unit, own) for unit in units if unit is not None]
-        ensure_compiled(parts)
-        fields.units[:len(units)] = [0 if unit is None else address(unit, parts[1][1]) for unit in units]
+        key = (run_core, *units, compute_fingerprint(fields))  # numba's own key of the fields' types
+        if key not in _READY:  # the first run of this family, conf and types in this process
+            parts = [(run_core, tuple(run_core.typeof_pyval(a) for a in (fields, budget)))]
+            own = (state_type(parts[0][1][0]), types.float64, types.int64)
+            ensure_compiled(parts + [(unit, own) for unit in units if unit is not None])
+            _READY[key] = [0 if unit is None else address(unit, own) for unit in units]
+        fields.units[:len(units)] = _READY[key]
         while True:
             began = time.perf_counter()
             if run_core(fields, budget):
@@ -752,6 +754,10 @@ def in_slices(run_core, progress: Progress | None, confs: list[dict] = (), units
                 progress(int(fields.done.sum()), len(fields.done), float(fields.clock[0]))
 
     return entry
+
+
+_READY: dict[tuple, list[int]] = {}
+"""Per family entry point, units and fields' types: the units' addresses, once all are compiled."""
 
 
 def run_grown(entry, fields, static: dict, scale: float, own=None) -> tuple[dict, dict]:
