@@ -190,16 +190,35 @@ class _EntryLibrary(JITCodeLibrary):
         super()._optimize_final_module()
 
 
+class _UnitLibrary(_EntryLibrary):
+    """A unit's code (:data:`unit`): an entry point's, its state argument marked ``noalias``."""
+
+    def add_ir_module(self, ir_module):
+        for function in ir_module.functions:
+            if not function.is_declaration:
+                for arg in function.args[2:]:  # after numba's return and exception pointers
+                    if isinstance(arg.type, ir.PointerType):
+                        arg.add_attribute("noalias")
+        super().add_ir_module(ir_module)
+
+
 @register_pass(mutates_CFG=True, analysis_only=False)
 class _EntryLowering(NativeLowering):
     """numba's lowering into an :class:`_EntryLibrary`, cached as numba caches its own."""
 
     _name = "labkit_entry_lowering"
+    library = _EntryLibrary
 
     def run_pass(self, state):
-        state.library = _EntryLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+        state.library = self.library(state.targetctx.codegen(), state.func_id.func_qualname)
         state.library.enable_object_caching()
         return super().run_pass(state)
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class _UnitLowering(_EntryLowering):
+    _name = "labkit_unit_lowering"
+    library = _UnitLibrary
 
 
 class _CalleeCompiler(CompilerBase):
@@ -216,6 +235,10 @@ class _CalleeCompiler(CompilerBase):
 
 class _EntryCompiler(_CalleeCompiler):
     lowering = _EntryLowering
+
+
+class _UnitCompiler(_CalleeCompiler):
+    lowering = _UnitLowering
 
 
 class _OnceDispatcher(CPUDispatcher):
@@ -252,7 +275,7 @@ caller, so LLVM does not optimise everything they call once more for each of the
 entry = _cached(pipeline_class=_EntryCompiler)
 """A family's entry point, called from Python with the state's fields."""
 
-unit = _cached(pipeline_class=_EntryCompiler, **_CALLEE)
+unit = _cached(pipeline_class=_UnitCompiler, **_CALLEE)
 """A part of a family's core compiled and cached on its own, like an entry point, and called from
 the entry point's code through its address (:func:`call_unit`, ``s.units``): Volcano's actions
 that place pods and those that evict them are compiled only for a conf that has them, each in a

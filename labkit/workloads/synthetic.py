@@ -14,6 +14,7 @@ needs them (`labkit show --expand`, exports, the reference engine).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -156,7 +157,14 @@ def job_names(load: Workload, n: int) -> list[str]:
     if load.trace is not None:
         return list(load.trace.names)
     width = len(str(load.count - 1)) if load.count else 5
-    return [f"{load.name}-{k:0{width}d}" for k in range(n)]
+    return list(_numbered(load.name, width, n))
+
+
+@functools.lru_cache(maxsize=64)
+def _numbered(name: str, width: int, n: int) -> tuple[str, ...]:
+    """``<name>-<k>`` for k < n, zero-padded to ``width``: kept, since every run of a scenario keys its
+    job table by these names and formatting them took a thirtieth of a warm re-simulation of the week."""
+    return tuple(f"{name}-{k:0{width}d}" for k in range(n))
 
 
 def generate(load: Workload, seed: int | list[int]) -> list[dict]:
