@@ -79,6 +79,26 @@ def test_core_takes_over_a_long_reference_run_once_compiled():
     assert jobs == expected.jobs.to_json() and events == expected.events.to_json()
 
 
+def test_a_fresh_install_compiles_the_units_a_later_conf_needs_at_the_lowest_priority():
+    """A first run under Volcano's shipped conf waits for the entry point and the unit of its
+    actions only; the unit of preempt and reclaim, which a later conf of the same chapter needs,
+    compiles meanwhile at nice 19, so it takes no CPU from the compiles the run waits for."""
+    runs, _ = cold_runs('labkit.preset("fragmentation")', ["auto"], SETUP_BUILDS)
+    [(engine, builds, *_)] = runs
+    assert engine.startswith("reference") and builds == [["enqueue_allocate_backfill", 0], ["preempt_or_reclaim", 19],
+                                                         ["run", 0]]
+
+
+SETUP_BUILDS = """import atexit, json as _json
+from labkit.engine import core as _core
+_print = print
+def print(text):  # the runs' line, with each background compile's unit and nice value
+    out = _json.loads(text)
+    out[0][1] = sorted([b.dispatcher.__name__, b.priority] for b in _core.Build.running.values())
+    _print(_json.dumps(out))
+"""
+
+
 def test_a_run_the_reference_engine_would_take_long_over_waits_for_the_compile():
     """The case study's slice (2,500 jobs) takes the reference engine about as long as the core's
     compile, which it would slow down by taking a core: it waits for the compile, saying so."""
@@ -103,7 +123,8 @@ def test_a_conf_compiles_only_the_units_of_its_actions(monkeypatch):
 
     asked = []
     ensure = core.ensure_compiled
-    monkeypatch.setattr(core, "ensure_compiled", lambda parts: asked.append([d for d, _ in parts]) or ensure(parts))
+    monkeypatch.setattr(core, "ensure_compiled",
+                        lambda parts, later=(): asked.append([d for d, _ in parts]) or ensure(parts, later))
     for scenario, units in [(cases.priority_stream(), [enqueue_allocate_backfill]),
                             (cases.priority_preempt(), [enqueue_allocate_backfill, preempt_or_reclaim]),
                             (cases.reclaim_case(), [enqueue_allocate_backfill, preempt_or_reclaim])]:

@@ -714,28 +714,30 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
 
     confs = change_confs(compiled)
     used = {UNIT_OF_ACTION.get(int(a)) for conf in [static, *confs] for a in conf.get("actions", ())}
-    units = [unit if k in used else None for k, unit in enumerate(UNITS)]
-    mutable, _ = run_grown(in_slices(run_core, progress, confs, units), CoreFields, static, scale)
+    needed = tuple(k in used for k in range(len(UNITS)))
+    mutable, _ = run_grown(in_slices(run_core, progress, confs, UNITS, needed), CoreFields, static, scale)
     return None if mutable["refused"][0] else _record(compiled, mutable)
 
 
-def in_slices(run_core, progress: Progress | None, confs: list[dict] = (), units=()):
+def in_slices(run_core, progress: Progress | None, confs: list[dict] = (), units=(), needed=()):
     """A family's jitted entry ``run_core(fields, budget)`` (it takes a step budget and goes on
     where the last call stopped, ``core_clock.clock_loop``) run a slice of :data:`STEP_SECONDS`
     at a time, telling ``progress`` between slices. Where the core stopped at a conf change
     (``ints[I_CONF]`` = k + 1), the fields of conf ``confs[k]`` replace the conf's before it goes on
     (the same types: the same compiled code). ``units`` are the family's separately compiled
-    units (``core_state.unit``; None for one the run does not call): compiled with the entry
-    point, their addresses in ``fields.units``."""
+    units (``core_state.unit``), those ``needed`` by the run compiled with the entry point, their
+    addresses in ``fields.units`` (0 for the others, which a fresh install compiles meanwhile,
+    at the lowest priority, for the family's next confs)."""
 
     def entry(fields):
         budget = FIRST_STEPS
-        key = (run_core, *units, compute_fingerprint(fields))  # numba's own key of the fields' types
+        key = (run_core, needed, compute_fingerprint(fields))  # numba's own key of the fields' types
         if key not in _READY:  # the first run of this family, conf and types in this process
             parts = [(run_core, tuple(run_core.typeof_pyval(a) for a in (fields, budget)))]
             own = (state_type(parts[0][1][0]), types.float64, types.int64)
-            ensure_compiled(parts + [(unit, own) for unit in units if unit is not None])
-            _READY[key] = [0 if unit is None else address(unit, own) for unit in units]
+            ensure_compiled(parts + [(unit, own) for unit, need in zip(units, needed) if need],
+                            later=[(unit, own) for unit, need in zip(units, needed) if not need])
+            _READY[key] = [address(unit, own) if need else 0 for unit, need in zip(units, needed)]
         fields.units[:len(units)] = _READY[key]
         while True:
             began = time.perf_counter()
@@ -755,6 +757,9 @@ def in_slices(run_core, progress: Progress | None, confs: list[dict] = (), units
 
     return entry
 
+
+PREFETCH_NICE = 19
+"""The nice value of a compile started for a later run: it takes no CPU a run waits for."""
 
 _READY: dict[tuple, list[int]] = {}
 """Per family entry point, units and fields' types: the units' addresses, once all are compiled."""
@@ -853,12 +858,13 @@ def when_cold(mode: str):
         WHEN_COLD.reset(token)
 
 
-def ensure_compiled(parts: list[tuple]) -> None:
+def ensure_compiled(parts: list[tuple], later: list[tuple] = ()) -> None:
     """Make each jitted dispatcher of ``parts`` ((dispatcher, signature) pairs: a family's entry
     point and its units) ready for its signature: from numba's on-disk cache when it holds it (a
     second or so), else as :data:`WHEN_COLD` says, the missing ones compiled side by side, each in
     a process of its own. Numba would compile silently on the call, for a minute or so on a fresh
-    install; here a wait of more than two seconds says so."""
+    install; here a wait of more than two seconds says so. The family's units a later run may
+    need (``later``) then start compiling too, at the lowest priority, and are not waited for."""
     missing = [(dispatcher, sig) for dispatcher, sig in parts if not load_cached(dispatcher, sig)]
     if not missing:
         return
@@ -866,6 +872,9 @@ def ensure_compiled(parts: list[tuple]) -> None:
         for dispatcher, sig in missing:
             dispatcher.compile(sig)
         return
+    for dispatcher, sig in later:
+        if not load_cached(dispatcher, sig):
+            Build.of(dispatcher, sig).start(priority=PREFETCH_NICE)
     builds = Builds([Build.of(dispatcher, sig) for dispatcher, sig in missing])
     mode = WHEN_COLD.get()
     if mode == "raise" and not builds.failed():
@@ -937,6 +946,7 @@ class Build:
         self.mark = Path(dispatcher._cache._cache_path) / f"labkit-compiling-{digest[:16]}.pid"
         self.proc: subprocess.Popen | None = None
         self.other: int | None = None  # another process's compile this one waits for
+        self.priority = 0  # the nice value its process was started with
 
     @classmethod
     def of(cls, dispatcher, sig: tuple) -> Build:
@@ -946,8 +956,9 @@ class Build:
             cls.running[key] = cls(dispatcher, sig)
         return cls.running[key]
 
-    def start(self) -> Build:
-        """Start the compile, or follow the one another process runs, unless either has begun."""
+    def start(self, priority: int = 0) -> Build:
+        """Start the compile (its process at this nice value), or follow the one another process
+        runs, unless either has begun."""
         while self.proc is None and self.other is None:
             self.mark.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -963,6 +974,9 @@ class Build:
             self.proc = subprocess.Popen([sys.executable, "-c", BUILD, pickle.dumps(payload).hex()],
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+            if priority:
+                os.setpriority(os.PRIO_PROCESS, self.proc.pid, priority)
+            self.priority = priority
             os.write(fd, str(self.proc.pid).encode())
             os.close(fd)
             threading.Thread(target=self.proc.wait, name="labkit-compile-reaper", daemon=True).start()
