@@ -43,7 +43,7 @@ import sys
 import threading
 import time
 from collections import namedtuple
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import ClassVar
 
@@ -976,6 +976,8 @@ class Build:
                                          stderr=subprocess.DEVNULL, env=env, start_new_session=True)
             if priority:
                 os.setpriority(os.PRIO_PROCESS, self.proc.pid, priority)
+                with suppress(OSError):  # Linux's autogroup: its session is a scheduling group of its own
+                    Path(f"/proc/{self.proc.pid}/autogroup").write_text(str(priority))
             self.priority = priority
             os.write(fd, str(self.proc.pid).encode())
             os.close(fd)
