@@ -975,8 +975,8 @@ class Build:
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL, env=env, start_new_session=True)
             if priority:
-                os.setpriority(os.PRIO_PROCESS, self.proc.pid, priority)
-                with suppress(OSError):  # Linux's autogroup: its session is a scheduling group of its own
+                with suppress(OSError):  # it may have ended already; autogroup: Linux schedules its session as a group
+                    os.setpriority(os.PRIO_PROCESS, self.proc.pid, priority)
                     Path(f"/proc/{self.proc.pid}/autogroup").write_text(str(priority))
             self.priority = priority
             os.write(fd, str(self.proc.pid).encode())
@@ -995,7 +995,6 @@ class Build:
 
     def failed(self) -> bool:
         return self.ended() and not self.done()
-
 
 
 class Builds:
