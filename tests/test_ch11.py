@@ -7,6 +7,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 
 import labkit
@@ -15,6 +16,7 @@ from labkit.course import cases, steps, variants
 from labkit.grading import check
 from labkit.grading.keys import ch11, judge
 from labkit.slurm import cluster as slurm_cluster
+from labkit.slurm.conf import slurm_jobs
 from labkit.spec.quantity import parse_duration
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,12 +136,27 @@ def _cells(*needles: str) -> list[str]:
 def _run_real_cells() -> tuple[dict, list[str]]:
     """The notebook's real-run and compare cells, run here as a kernel would, and what they printed."""
     namespace = {"cases": cases, "labkit": labkit, "tempfile": __import__("tempfile"), "json": __import__("json"),
-                 "Path": Path}
+                 "Path": Path, "pd": pd, "steps": steps, "parse_duration": parse_duration}
     out = io.StringIO()
     with redirect_stdout(out):
-        for source in _cells("require_slurm()", "labkit compare sim.json real.json"):
+        for source in _cells("TIME_SCALE = ", "require_slurm()", "labkit compare sim.json real.json"):
             exec(compile(source, "ch11", "exec"), namespace)  # noqa: S102 (the notebook's own cells, as a kernel runs them)
     return namespace, out.getvalue().splitlines()
+
+
+def test_the_real_run_doubles_the_limits_to_whole_minutes_and_no_start_moves(monkeypatch):
+    """11.8: at the cell's time scale the whole-hour limits would be rounded up (c1 no longer backfilled); the
+    doubled ones are whole minutes, and the simulator starts every job as it does under the whole hours."""
+    monkeypatch.setenv("LABKIT_GRADING", "1")
+    namespace, lines = _run_real_cells()
+    scale, sims = namespace["TIME_SCALE"], namespace["sims"]
+    assert scale > 60 and lines[0].startswith("上限加倍时 b 的预留：")
+    starts = {label: run.jobs.set_index("name").start for label, run in sims.items()}
+    assert starts["上限加倍"].equals(starts["整小时上限"])
+    assert starts["120 倍速取整后"]["c1"] > starts["整小时上限"]["b"]  # c1 would wait behind b
+    for job in slurm_jobs(namespace["real_scenario"], scale):
+        spec_job = next(j for j in namespace["doubled"].jobs if j.name == job.name)
+        assert job.time_limit_min * 60 * scale == parse_duration(spec_job.time_limit)
 
 
 def test_real_slurm_cells_say_why_they_skip(monkeypatch):
@@ -149,9 +166,9 @@ def test_real_slurm_cells_say_why_they_skip(monkeypatch):
     monkeypatch.setattr(slurm_cluster, "program", lambda name: None)
     namespace, lines = _run_real_cells()
     assert namespace["real"] is None
-    assert lines[0].startswith("跳过真实 Slurm：Slurm is not installed (no munged, slurmctld,")
-    assert slurm_cluster.APT_INSTALL in lines[0]
-    assert lines[1:] == ["没有真实运行可比较：见上一单元的原因"]
+    assert lines[1].startswith("跳过真实 Slurm：Slurm is not installed (no munged, slurmctld,")
+    assert slurm_cluster.APT_INSTALL in lines[1]
+    assert lines[2:] == ["没有真实运行可比较：见上一单元的原因"]
 
 
 def test_a_graded_run_starts_no_slurm(monkeypatch):
@@ -161,5 +178,5 @@ def test_a_graded_run_starts_no_slurm(monkeypatch):
     monkeypatch.setattr(slurm_cluster, "require_slurm", lambda: pytest.fail("require_slurm was called"))
     namespace, lines = _run_real_cells()
     assert namespace["real"] is None
-    assert lines == ["跳过真实 Slurm：评分运行不启动本机守护进程（真实运行要近一分钟，与评分单元格的时限相当）",
-                     "没有真实运行可比较：见上一单元的原因"]
+    assert lines[1:] == ["跳过真实 Slurm：评分运行不启动本机守护进程（真实运行要半分钟，占去评分单元格时限的一半）",
+                         "没有真实运行可比较：见上一单元的原因"]

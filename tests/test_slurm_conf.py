@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -89,7 +92,33 @@ def test_sbatch_script_asks_for_the_allocation_and_sleeps_the_run_time(tmp_path)
         "# labkit: job default/l2, submitted at +1 s (time scale 1)",
         "#SBATCH -J l2", "#SBATCH -N 2", "#SBATCH --ntasks-per-node=1", "#SBATCH -c 1", "#SBATCH --gres=gpu:4",
         "#SBATCH -t 10", "#SBATCH -p low", f"#SBATCH -D {tmp_path}/out", f"#SBATCH -o {tmp_path}/out/%x-%j.out",
-        "exec sleep 120"]
+        "# the run time counts from Slurm's StartTime (whole seconds), not from when this script began",
+        'start=$(SLURM_TIME_FORMAT=%s squeue -h -j "$SLURM_JOB_ID" -o %S 2>/dev/null)',
+        'exec sleep "$(awk -v start="$start" -v now="$(date +%s.%N)" \'BEGIN { left = (start ~ /^[0-9]+$/) ? '
+        'start + 120 - now : 120; printf "%.3f", (left > 0) ? left : 0 }\')"']
+
+
+def _slept(script: str, tmp_path: Path, started_ago: int | None) -> float:
+    """How long the batch script sleeps when squeue gives a StartTime `started_ago` seconds back (None:
+    squeue fails): `squeue` and `sleep` are stubs that print what they were asked."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    start = "exit 1" if started_ago is None else f'[ "$SLURM_TIME_FORMAT $*" = "%s -h -j 7 -o %S" ] && echo {int(time.time()) - started_ago}'
+    for name, body in {"squeue": start, "sleep": 'echo "$1"'}.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "SLURM_JOB_ID": "7"}
+    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=10, check=True)
+    return float(done.stdout)
+
+
+def test_a_job_sleeps_until_its_start_time_plus_its_run_time(tmp_path):
+    """slurmd starts the script a moment after slurmctld's StartTime: the sleep makes up for it, so the job
+    ends at StartTime + run time and does not hold its nodes longer than the simulator's job."""
+    script = _files("slurm-preempt.yaml", tmp_path)["jobs/default.l2.sbatch"]
+    assert 117 - 1 <= _slept(script, tmp_path, 3) <= 117
+    assert _slept(script, tmp_path, 200) == 0
+    assert _slept(script, tmp_path, None) == 120  # no answer from squeue: the whole run time
 
 
 def test_time_scale_divides_times_and_rounds_limits_up_to_minutes(tmp_path):
@@ -105,7 +134,7 @@ def test_time_scale_divides_times_and_rounds_limits_up_to_minutes(tmp_path):
                                              "sched_interval": 30}
     assert scheduler_parameters(conf, 1) == conf.parameters()
     text = render(scenario, conf, tmp_path, Ports.block(6817, 4), 2)["jobs/default.a.sbatch"]
-    assert "#SBATCH -t 1" in text and text.endswith("exec sleep 45\n")
+    assert "#SBATCH -t 1" in text and _slept(text, tmp_path, None) == 45
 
 
 def test_scheduling_interval_is_the_backfill_interval_or_the_batch_delay():

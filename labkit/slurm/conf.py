@@ -329,7 +329,8 @@ def _seconds(value: float) -> str:
 
 
 def sbatch_script(job: SlurmJob, state_dir: Path, time_scale: float = 1.0) -> str:
-    """The batch script of one job: its allocation as #SBATCH lines, then a sleep of its scaled run time."""
+    """The batch script of one job: its allocation as #SBATCH lines, then a sleep of its scaled run time,
+    counted from Slurm's StartTime."""
     lines = ["#!/bin/sh",
              f"# labkit: job {job.key}, submitted at +{_seconds(job.submit)} s (time scale {time_scale:g})",
              f"#SBATCH -J {job.name}", f"#SBATCH -N {job.nodes}", "#SBATCH --ntasks-per-node=1"]
@@ -341,8 +342,19 @@ def sbatch_script(job: SlurmJob, state_dir: Path, time_scale: float = 1.0) -> st
     lines += [f"#SBATCH --qos={job.qos}"] if job.qos else []
     lines += [] if job.requeue is None else ["#SBATCH --requeue" if job.requeue else "#SBATCH --no-requeue"]
     out = state_dir.resolve() / "out"
-    lines += [f"#SBATCH -D {out}", f"#SBATCH -o {out}/%x-%j.out", f"exec sleep {_seconds(job.sleep)}"]
+    lines += [f"#SBATCH -D {out}", f"#SBATCH -o {out}/%x-%j.out", *_sleep(job.sleep)]
     return "\n".join(lines) + "\n"
+
+
+def _sleep(seconds: float) -> list[str]:
+    """Shell lines that sleep until the job's StartTime + `seconds`: slurmd starts the script some tenths of a
+    second after slurmctld started the job, and a job that held its nodes that much longer would delay the
+    jobs waiting for them. Without an answer from squeue, the whole `seconds`."""
+    run = _seconds(seconds)
+    return ["# the run time counts from Slurm's StartTime (whole seconds), not from when this script began",
+            'start=$(SLURM_TIME_FORMAT=%s squeue -h -j "$SLURM_JOB_ID" -o %S 2>/dev/null)',
+            f'exec sleep "$(awk -v start="$start" -v now="$(date +%s.%N)" \'BEGIN {{ left = (start ~ /^[0-9]+$/) ? '
+            f'start + {run} - now : {run}; printf "%.3f", (left > 0) ? left : 0 }}\')"']
 
 
 def render(scenario: Scenario, conf: SlurmConf, state_dir: Path, ports: Ports, time_scale: float = 1.0,
