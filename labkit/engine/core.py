@@ -713,7 +713,7 @@ def run(compiled: Compiled, static: dict, scale: float = 1.0, progress: Progress
     from .volcano.core_actions import UNIT_OF_ACTION, UNITS
 
     confs = change_confs(compiled)
-    used = {UNIT_OF_ACTION.get(int(a)) for conf in [static, *confs] for a in conf.get("actions", ())}
+    used = {UNIT_OF_ACTION[a] for conf in [static, *confs] for a in conf.get("actions", ())}
     needed = tuple(k in used for k in range(len(UNITS)))
     mutable, _ = run_grown(in_slices(run_core, progress, confs, UNITS, needed), CoreFields, static, scale)
     return None if mutable["refused"][0] else _record(compiled, mutable)

@@ -268,7 +268,7 @@ which node scan, which action): compiled again for each constant, numba's way, s
 is folded away. Typing every function once saves a fifth of a cold compile, but the week's warm
 run took a fifth longer until these few kept their copies (benchmarks/README.md, "Constants")."""
 
-inlined = njit(inline="always", no_cpython_wrapper=True, no_cfunc_wrapper=True, pipeline_class=_CalleeCompiler)
+inlined = njit(inline="always", **_CALLEE, pipeline_class=_CalleeCompiler)
 """For the few large functions between the entry point and the actions: inlined into their one
 caller, so LLVM does not optimise everything they call once more for each of them."""
 

@@ -98,7 +98,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
         raise LabkitError("engine numba: a custom session function runs on the reference engine")
     if policy is not None:
         scenario = with_policy(scenario, policy)
-    ran, compiled, build = "reference", None, None
+    ran, compiled, builds = "reference", None, None
     family = honour(scenario)
     if session is None and engine != "reference":
         compiled, static, missing = families.prepare(scenario)  # cached by content
@@ -107,23 +107,23 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
             try:
                 result = _on_core(compiled, static, progress, "raise" if engine == "auto" and small else "wait", family)
             except core.Cold as cold:
-                build = cold.builds
+                builds = cold.builds
             else:
                 if result is not None:
                     return result
                 missing = core.QUOTA_REFUSED
-        if build is None:
+        if builds is None:
             if engine == "numba":
                 raise LabkitError(f"engine numba: the numba core does not simulate {missing}")
             ran = _fallback(missing)
         else:
-            ran = f"reference (the numba core for {build.family} was compiling in the background)"
+            ran = f"reference (the numba core for {builds.family} was compiling in the background)"
     compiled, result = compiled or family.compile(scenario, None), None
-    if build is not None:  # the first to finish answers: the reference run, or the core once compiled
-        desc = f"reference engine (the numba core for {build.family} compiles meanwhile)"
+    if builds is not None:  # the first to finish answers: the reference run, or the core once compiled
+        desc = f"reference engine (the numba core for {builds.family} compiles meanwhile)"
         with progress_bar(progress or True, compiled.problem.n_jobs, desc, DELAY) as tell:
             try:
-                result = _reference(scenario, compiled, session, family, _until_done(build, tell))
+                result = _reference(scenario, compiled, session, family, _until_done(builds, tell))
             except _CoreReady:
                 pass
         if result is None:
@@ -156,13 +156,13 @@ class _CoreReady(Exception):
     """The background compile ended during a reference run: the core takes over."""
 
 
-def _until_done(build, tell: Progress | None) -> Progress:
-    """``tell``, raising :class:`_CoreReady` once ``build`` has ended well."""
+def _until_done(builds, tell: Progress | None) -> Progress:
+    """``tell``, raising :class:`_CoreReady` once ``builds`` (``core.Builds``) have ended well."""
 
     def check(done: int, jobs: int, now: float) -> None:
         if tell is not None:
             tell(done, jobs, now)
-        if build.done():
+        if builds.done():
             raise _CoreReady
 
     return check

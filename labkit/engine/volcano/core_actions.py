@@ -2120,8 +2120,8 @@ def preempt_or_reclaim(s, now, action):
 
 UNITS = (enqueue_allocate_backfill, preempt_or_reclaim)
 """The slots of ``s.units`` (``core_state.N_UNITS``)."""
-UNIT_OF_ACTION = {ENQUEUE: 0, ALLOCATE: 0, BACKFILL: 0, PREEMPT: 1, RECLAIM: 1}
-"""The unit each action is compiled in."""
+UNIT_OF_ACTION = (0, 0, 0, 1, 1)
+"""The unit (slot of ``UNITS``) each action is compiled in, by action code (ENQUEUE ... RECLAIM)."""
 
 
 @inlined
@@ -2130,5 +2130,5 @@ def run_session(s, now):
     through ``s.units``); returns the number of pipelined pods at close."""
     open_session(s)
     for a in s.actions:
-        call_unit(s.units[1 if a == PREEMPT or a == RECLAIM else 0], s, now, a)
+        call_unit(s.units[UNIT_OF_ACTION[a]], s, now, a)
     return close_session(s)
