@@ -17,7 +17,7 @@ from scenarios import engine_scenarios, kube_scenarios, scenarios
 import labkit
 from labkit import spec
 from labkit.course import cases
-from labkit.engine import core, core_clock, families
+from labkit.engine import core, core_clock, core_state, families
 from labkit.engine.records import result_of
 from labkit.engine.simulate import with_policy
 from labkit.engine.volcano.reference import run_session
@@ -239,6 +239,38 @@ def test_a_run_cut_into_single_steps_is_the_same_run(family, monkeypatch):
     done, jobs, now = map(np.array, zip(*seen))
     assert (np.diff(done) >= 0).all() and (np.diff(now) >= 0).all() and set(jobs) == {compiled.problem.n_jobs}
     assert done[-1] <= cut.done.sum() and now[-1] <= cuts.events.time.max()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_state_struct_is_laid_out_as_numba_reads_it(family, monkeypatch):
+    """An entry point takes the run's fields as one pointer to a struct the driver lays out
+    (core_state.State), not as a tuple of ~290 arrays its wrapper would unbox one by one (a fifth of
+    a cold compile): each member where LLVM puts it, each array as numba's array model holds it."""
+    from numba.core.registry import cpu_target
+
+    made = []
+
+    class Recorded(core_state.State):
+        def __init__(self, fields):
+            super().__init__(fields)
+            made.append(self)
+
+    monkeypatch.setattr(core, "State", Recorded)
+    compiled, static, missing = families.prepare(FAMILIES[family]())
+    families.run(compiled, static)
+    state = made[0]
+    context = cpu_target.target_context
+    struct = context.data_model_manager[state.numba_type].get_value_type().pointee
+    layout = state.struct.dtype
+    assert [struct.get_element_offset(context.target_data, i) for i in range(len(state.fields))] == \
+        [layout.fields[name][1] for name in state.fields._fields]
+    assert struct.get_abi_size(context.target_data) == layout.itemsize
+    for name, value in zip(state.fields._fields, state.fields):
+        member = state.struct[name][0]
+        if isinstance(value, np.ndarray):  # meminfo, parent, size, itemsize, data, shape, strides
+            assert list(member) == [0, 0, value.size, value.itemsize, value.ctypes.data, *value.shape, *value.strides]
+        else:
+            assert member == value
 
 
 def head_of_line(strategy: str | None) -> spec.Scenario:

@@ -50,7 +50,6 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 from numba import types
-from numba._dispatcher import compute_fingerprint
 
 from ..errors import LabkitError
 from ..progress import Progress, waiting
@@ -105,7 +104,7 @@ from .core_state import (
     N_UNITS,
     PENDING,
     PH_PENDING,
-    state_type,
+    State,
 )
 from .events import CH_CONF, CH_PRIORITY_CLASS, CH_QUEUE, CHANGE_LOGGED
 from .hypernodes import HyperNodes
@@ -730,25 +729,26 @@ def in_slices(run_core, progress: Progress | None, confs: list[dict] = (), units
     at the lowest priority, for the family's next confs)."""
 
     def entry(fields):
-        budget = FIRST_STEPS
-        key = (run_core, needed, compute_fingerprint(fields))  # numba's own key of the fields' types
+        budget, state = FIRST_STEPS, State(fields)
+        key = (run_core, needed, state.numba_type)
         if key not in _READY:  # the first run of this family, conf and types in this process
-            parts = [(run_core, tuple(run_core.typeof_pyval(a) for a in (fields, budget)))]
-            own = (state_type(parts[0][1][0]), types.float64, types.int64)
-            ensure_compiled(parts + [(unit, own) for unit, need in zip(units, needed) if need],
+            own = (state.numba_type, types.float64, types.int64)
+            ensure_compiled([(run_core, (state.numba_type, types.int64))] + [(unit, own) for unit, need in zip(units, needed) if need],
                             later=[(unit, own) for unit, need in zip(units, needed) if not need])
             _READY[key] = [address(unit, own) if need else 0 for unit, need in zip(units, needed)]
         fields.units[:len(units)] = _READY[key]
         while True:
             began = time.perf_counter()
-            if run_core(fields, budget):
+            if run_core(state, budget):
                 return fields
             if fields.ints[I_GROW]:
                 fields = grown(fields)
+                state = State(fields)
                 continue
             if fields.ints[I_CONF]:
                 fields = fields._replace(**confs[fields.ints[I_CONF] - 1])
                 fields.ints[I_CONF] = 0
+                state = State(fields)
                 continue
             took = time.perf_counter() - began
             budget = max(1, int(budget * min(4.0, STEP_SECONDS / max(took, 1e-6))))

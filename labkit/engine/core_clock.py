@@ -85,8 +85,6 @@ from .core_state import (
     entry,
     inlined,
     jit,
-    state_free,
-    state_new,
 )
 from .events import (
     ARRIVAL,
@@ -938,12 +936,9 @@ def push_changes(s):
 
 
 @entry
-def run(fields, budget):
+def run(s, budget):
     """The run of a compiled scenario (:func:`clock_loop`, Volcano's sessions), at most ``budget``
     steps of it; True when it is over."""
-    s = state_new(fields)
     push_changes(s)
     push_node_events(s)
-    over = clock_loop(s, budget, next_session, never, apply_event, changed, session, room_for_event, room_for_session)
-    state_free(s)
-    return over
+    return clock_loop(s, budget, next_session, never, apply_event, changed, session, room_for_event, room_for_session)

@@ -2,8 +2,9 @@
 
 Every jitted function of the core takes that struct, ``s``: a :class:`CoreState` whose fields
 are the arrays the driver builds (the Problem and Compiled arrays, the clock's arrays and the
-session's scratch arrays), read as ``s.j_queue[j]``. It is passed as one pointer, so calls
-between jitted functions stay cheap however many arrays the run needs.
+session's scratch arrays), read as ``s.j_queue[j]``. The driver lays the struct out
+(:class:`State`) and the entry point takes it as one pointer, so calls from Python and between
+jitted functions stay cheap however many arrays the run needs.
 
 The integer codes are Volcano's (TaskStatus, PodGroupPhase, actions, plugins, extension
 points) as plain ints, which numba folds into constants.
@@ -18,8 +19,10 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import njit, typeof, types
+from numba._dispatcher import compute_fingerprint
 from numba.core import caching, cgutils, imputils
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
@@ -28,7 +31,16 @@ from numba.core.compiler_machinery import register_pass
 from numba.core.registry import CPUDispatcher
 from numba.core.typed_passes import NativeLowering
 from numba.core.typing.templates import AttributeTemplate
-from numba.extending import infer_getattr, intrinsic, lower_getattr_generic, models, register_model
+from numba.core.typing.typeof import Purpose, typeof_impl
+from numba.extending import (
+    NativeValue,
+    infer_getattr,
+    intrinsic,
+    lower_getattr_generic,
+    models,
+    register_model,
+    unbox,
+)
 
 from .events import CHANGE_LOGGED, NODE_LOGGED
 from .problem import (
@@ -272,7 +284,7 @@ inlined = njit(inline="always", **_CALLEE, pipeline_class=_CalleeCompiler)
 """For the few large functions between the entry point and the actions: inlined into their one
 caller, so LLVM does not optimise everything they call once more for each of them."""
 
-entry = _cached(pipeline_class=_EntryCompiler)
+entry = _cached(pipeline_class=_EntryCompiler, no_cfunc_wrapper=True)
 """A family's entry point, called from Python with the state's fields."""
 
 unit = _cached(pipeline_class=_UnitCompiler, **_CALLEE)
@@ -283,11 +295,6 @@ process of its own beside the entry point's on a fresh install."""
 
 N_UNITS = 2
 """Slots of ``s.units``: the addresses of a family's units (0 for one its run does not use)."""
-
-
-def state_type(fields_type) -> CoreState:
-    """The :class:`CoreState` of the named tuple type of a run's fields (what ``state_new`` makes)."""
-    return CoreState(list(zip(fields_type.fields, fields_type.types)))
 
 
 @intrinsic
@@ -396,9 +403,8 @@ N_MEMO = 3
 class CoreState(types.Type):
     """The numba type of the state: a borrowed pointer to a struct of the run's arrays.
 
-    Nothing is reference counted through it: the struct is freed by :func:`state_free` at the
-    end of the run, and its arrays are views without a meminfo of the arrays the driver keeps
-    alive for the duration of the call. Calls between jitted functions then cost no atomic
+    Nothing is reference counted through it: the struct (:class:`State`) and its arrays, views
+    without a meminfo, belong to the driver, which keeps them alive for the duration of the call. Calls between jitted functions then cost no atomic
     reference-count traffic, which would otherwise dominate a session.
     """
 
@@ -435,36 +441,64 @@ def _core_state_getattr(context, builder, typ, value, attr):
     return imputils.impl_ret_borrowed(context, builder, field_type, field)
 
 
-@intrinsic
-def state_new(typingctx, fields):
-    """A :class:`CoreState` holding the members of the named tuple ``fields`` (jit code only)."""
-    state_type = CoreState(list(zip(fields.fields, fields.types)))
+class State:
+    """A run's fields (a named tuple of arrays and scalars) laid out as the jitted core reads them:
+    the :class:`CoreState` struct of their values (each array a borrowed view), built here and
+    passed to a family's entry point as one pointer. The entry point's wrapper then unboxes one
+    object instead of every array (a wrapper for ~290 arrays was a fifth of the Volcano core's cold
+    compile). The fields must stay alive while the core runs on the struct: it holds them."""
 
-    def codegen(context, builder, sig, args):
-        [tup] = args
-        pointer_type = context.data_model_manager[state_type].get_value_type()
-        size = context.get_constant(types.uintp, context.get_abi_sizeof(pointer_type.pointee))
-        pointer = builder.bitcast(context.nrt.allocate(builder, size), pointer_type)
-        for i, typ in enumerate(fields.types):
-            member = builder.extract_value(tup, i)
-            if isinstance(typ, types.Array):
-                view = context.make_array(typ)(context, builder, value=member)
-                view.meminfo = cgutils.get_null_value(view.meminfo.type)
-                view.parent = cgutils.get_null_value(view.parent.type)
-                member = view._getvalue()
-            data = context.data_model_manager[typ].as_data(builder, member)
-            builder.store(data, cgutils.gep_inbounds(builder, pointer, 0, i))
-        return pointer
+    __slots__ = ("fields", "numba_type", "struct", "address")
 
-    return state_type(fields), codegen
+    def __init__(self, fields):
+        self.fields = fields
+        self.numba_type, dtype = _layout(fields)
+        self.struct = np.array([tuple(_member(value) for value in fields)], dtype)
+        self.address = self.struct.ctypes.data
 
 
-@intrinsic
-def state_free(typingctx, state):
-    """Release the struct :func:`state_new` allocated (its arrays belong to the caller)."""
+def _member(value):
+    """A field as numba's data model stores it: an array as meminfo, parent (none: borrowed), size,
+    itemsize, data, shape and strides."""
+    if isinstance(value, np.ndarray):
+        return (0, 0, value.size, value.itemsize, value.ctypes.data, *value.shape, *value.strides)
+    return value
 
-    def codegen(context, builder, sig, args):
-        context.nrt.free(builder, builder.bitcast(args[0], cgutils.voidptr_t))
-        return context.get_dummy_value()
 
-    return types.none(state), codegen
+def _format(name: str, value):
+    if isinstance(value, np.ndarray):
+        return (name, np.int64, (5 + 2 * value.ndim,))
+    if isinstance(value, (bool, np.bool_)):
+        return (name, np.uint8)
+    if isinstance(value, (int, np.integer)):
+        return (name, np.int64)
+    if isinstance(value, (float, np.floating)):
+        return (name, np.float64)
+    raise TypeError(f"core field {name}: expected a numpy array, an int, a float or a bool, got {type(value).__name__}")
+
+
+_LAYOUTS: dict = {}
+"""The CoreState and struct layout of each kind of fields, by numba's fingerprint of their types
+(0.1 ms; typing the fields takes 5 ms)."""
+
+
+def _layout(fields) -> tuple[CoreState, np.dtype]:
+    """The :class:`CoreState` of a run's fields, and its struct as a numpy dtype (C's alignment: LLVM's)."""
+    key = (fields._fields, compute_fingerprint(fields))
+    if key not in _LAYOUTS:
+        _LAYOUTS[key] = (CoreState([(name, typeof(value, Purpose.argument)) for name, value in zip(fields._fields, fields)]),
+                         np.dtype([_format(name, value) for name, value in zip(fields._fields, fields)], align=True))
+    return _LAYOUTS[key]
+
+
+@typeof_impl.register(State)
+def _typeof_state(state, c):
+    return state.numba_type
+
+
+@unbox(CoreState)
+def _unbox_state(typ, obj, c):
+    address = c.pyapi.object_getattr_string(obj, "address")
+    pointer = c.pyapi.long_as_voidptr(address)
+    c.pyapi.decref(address)
+    return NativeValue(c.builder.bitcast(pointer, c.context.get_value_type(typ)))

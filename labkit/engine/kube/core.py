@@ -68,8 +68,6 @@ from ..core_state import (
     SUCCEEDED,
     entry,
     jit,
-    state_free,
-    state_new,
 )
 from ..events import NODE, TIMER, WAKE
 from ..problem import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO
@@ -932,15 +930,12 @@ def session(s, now):
 
 
 @entry
-def run_core(fields, budget):
+def run_core(s, budget):
     """The run of a kube-scheduler scenario (Simulation.run: :func:`core_clock.clock_loop` with
     kube's events and sessions, stopping once :func:`core_clock.quiet`), at most ``budget`` steps of
     it; True when it is over."""
-    s = state_new(fields)
     push_node_events(s)
-    over = clock_loop(s, budget, next_session, settled, apply_event, changed, session, always_room, always_room)
-    state_free(s)
-    return over
+    return clock_loop(s, budget, next_session, settled, apply_event, changed, session, always_room, always_room)
 
 
 # -------------------------------------------------------------------------------- driver

@@ -62,8 +62,6 @@ from ..core_state import (
     SUCCEEDED,
     entry,
     jit,
-    state_free,
-    state_new,
 )
 from ..events import TIMER
 from ..records import RunRecord
@@ -1789,16 +1787,13 @@ def session(s, now):
 
 
 @entry
-def run_core(fields, budget):
+def run_core(s, budget):
     """The run of a Kueue scenario (Simulation.run under KueueSession): the Volcano clock
     (:func:`core_clock.clock_loop`: events in time order, sessions on the schedule-period grid one
     period after the last) with Kueue's sessions and timers, at most ``budget`` steps of it; True
     when it is over."""
-    s = state_new(fields)
     push_node_events(s)
-    over = clock_loop(s, budget, next_session, never, apply_event, changed, session, always_room, always_room)
-    state_free(s)
-    return over
+    return clock_loop(s, budget, next_session, never, apply_event, changed, session, always_room, always_room)
 
 
 # -------------------------------------------------------------------------------- driver

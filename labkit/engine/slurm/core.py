@@ -72,8 +72,6 @@ from ..core_state import (
     RUNNING,
     entry,
     jit,
-    state_free,
-    state_new,
 )
 from ..events import CORDON, DRAIN, FAIL, FINISH, NODE, RECOVER, TIMEOUT, WAKE
 from ..problem import PreemptMode, SlurmAction
@@ -1183,15 +1181,12 @@ def session(s, now):
 
 
 @entry
-def run_core(fields, budget):
+def run_core(s, budget):
     """The run of a Slurm scenario (Simulation.run: :func:`core_clock.clock_loop` with each action
     on its own clock, stopping once :func:`settled`), at most ``budget`` steps of it; True when it
     is over."""
-    s = state_new(fields)
     push_node_events(s)
-    over = clock_loop(s, budget, next_session, settled, apply_event, changed, session, always_room, always_room)
-    state_free(s)
-    return over
+    return clock_loop(s, budget, next_session, settled, apply_event, changed, session, always_room, always_room)
 
 
 # -------------------------------------------------------------------------------- driver
