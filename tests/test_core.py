@@ -256,7 +256,7 @@ def test_the_state_struct_is_laid_out_as_numba_reads_it(family, monkeypatch):
             made.append(self)
 
     monkeypatch.setattr(core, "State", Recorded)
-    compiled, static, missing = families.prepare(FAMILIES[family]())
+    compiled, static, _ = families.prepare(FAMILIES[family]())
     families.run(compiled, static)
     state = made[0]
     context = cpu_target.target_context

@@ -94,8 +94,8 @@ def test_sbatch_script_asks_for_the_allocation_and_sleeps_the_run_time(tmp_path)
         "#SBATCH -t 10", "#SBATCH -p low", f"#SBATCH -D {tmp_path}/out", f"#SBATCH -o {tmp_path}/out/%x-%j.out",
         "# the run time counts from Slurm's StartTime (whole seconds), not from when this script began",
         'start=$(SLURM_TIME_FORMAT=%s squeue -h -j "$SLURM_JOB_ID" -o %S 2>/dev/null)',
-        'exec sleep "$(awk -v start="$start" -v now="$(date +%s.%N)" \'BEGIN { left = (start ~ /^[0-9]+$/) ? '
-        'start + 120 - now : 120; printf "%.3f", (left > 0) ? left : 0 }\')"']
+        ('exec sleep "$(awk -v start="$start" -v now="$(date +%s.%N)" \'BEGIN { left = (start ~ /^[0-9]+$/) ? '
+         'start + 120 - now : 120; printf "%.3f", (left > 0) ? left : 0 }\')"')]
 
 
 def _slept(script: str, tmp_path: Path, started_ago: int | None) -> float:

@@ -448,7 +448,7 @@ class State:
     object instead of every array (a wrapper for ~290 arrays was a fifth of the Volcano core's cold
     compile). The fields must stay alive while the core runs on the struct: it holds them."""
 
-    __slots__ = ("fields", "numba_type", "struct", "address")
+    __slots__ = ("address", "fields", "numba_type", "struct")
 
     def __init__(self, fields):
         self.fields = fields

@@ -353,8 +353,8 @@ def _sleep(seconds: float) -> list[str]:
     run = _seconds(seconds)
     return ["# the run time counts from Slurm's StartTime (whole seconds), not from when this script began",
             'start=$(SLURM_TIME_FORMAT=%s squeue -h -j "$SLURM_JOB_ID" -o %S 2>/dev/null)',
-            f'exec sleep "$(awk -v start="$start" -v now="$(date +%s.%N)" \'BEGIN {{ left = (start ~ /^[0-9]+$/) ? '
-            f'start + {run} - now : {run}; printf "%.3f", (left > 0) ? left : 0 }}\')"']
+            (f'exec sleep "$(awk -v start="$start" -v now="$(date +%s.%N)" \'BEGIN {{ left = (start ~ /^[0-9]+$/) ? '
+             f'start + {run} - now : {run}; printf "%.3f", (left > 0) ? left : 0 }}\')"')]
 
 
 def render(scenario: Scenario, conf: SlurmConf, state_dir: Path, ports: Ports, time_scale: float = 1.0,
