@@ -261,16 +261,14 @@ def test_the_state_struct_is_laid_out_as_numba_reads_it(family, monkeypatch):
     state = made[0]
     context = cpu_target.target_context
     struct = context.data_model_manager[state.numba_type].get_value_type().pointee
-    layout = state.struct.dtype
-    assert [struct.get_element_offset(context.target_data, i) for i in range(len(state.fields))] == \
-        [layout.fields[name][1] for name in state.fields._fields]
-    assert struct.get_abi_size(context.target_data) == layout.itemsize
-    for name, value in zip(state.fields._fields, state.fields):
-        member = state.struct[name][0]
+    assert struct.get_abi_size(context.target_data) == len(state.buffer)
+    for i, (name, value) in enumerate(zip(state.fields._fields, state.fields)):
+        offset = struct.get_element_offset(context.target_data, i)
         if isinstance(value, np.ndarray):  # meminfo, parent, size, itemsize, data, shape, strides
-            assert list(member) == [0, 0, value.size, value.itemsize, value.ctypes.data, *value.shape, *value.strides]
+            member = np.frombuffer(state.buffer, np.int64, 5 + 2 * value.ndim, offset)
+            assert list(member) == [0, 0, value.size, value.itemsize, value.ctypes.data, *value.shape, *value.strides], name
         else:
-            assert member == value
+            assert np.frombuffer(state.buffer, np.asarray(value).dtype, 1, offset)[0] == value, name
 
 
 def head_of_line(strategy: str | None) -> spec.Scenario:

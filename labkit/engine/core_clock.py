@@ -82,6 +82,8 @@ from .core_state import (
     RELEASING,
     RUNNING,
     SUCCEEDED,
+    copy_into,
+    copy_rows,
     entry,
     inlined,
     jit,
@@ -259,7 +261,7 @@ def live_remove(s, j):
     set_live(s, j, False)
     n = s.ints[I_LIVE]
     i = np.searchsorted(s.live[:n], j)
-    s.live[i:n - 1] = s.live[i + 1:n]
+    copy_into(s.live[i:n - 1], s.live[i + 1:n])
     s.ints[I_LIVE] = n - 1
     q = s.j_queue[j]
     if s.q_first[q] == j:
@@ -696,11 +698,11 @@ def change_event(s, now, e):
     for a new conf the node scores and the fits-nowhere memo (its plugins decide them)."""
     kind, arg = s.ch_kind[e], s.ch_arg[e]
     if kind == CH_QUEUE:
-        s.q_weight[:] = s.ch_q_weight[e]
-        s.q_rcap[:, :] = s.ch_q_rcap[e]
-        s.q_guar[:, :] = s.ch_q_guar[e]
-        s.q_des[:, :] = s.ch_q_des[e]
-        s.q_named[:, :] = s.ch_q_named[e]
+        copy_into(s.q_weight, s.ch_q_weight[e])
+        copy_rows(s.q_rcap, s.ch_q_rcap[e])
+        copy_rows(s.q_guar, s.ch_q_guar[e])
+        copy_rows(s.q_des, s.ch_q_des[e])
+        copy_rows(s.q_named, s.ch_q_named[e])
     elif kind == CH_PRIORITY_CLASS:
         for j in range(s.j_prio.size):
             value = s.ch_prio[arg, j]

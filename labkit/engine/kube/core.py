@@ -66,6 +66,7 @@ from ..core_state import (
     PODS,
     RELEASING,
     SUCCEEDED,
+    copy_into,
     entry,
     jit,
 )
@@ -652,7 +653,7 @@ def failed(s, t, now, alive):
     row = s.krow[new_row(s)]
     pre_filter = alive >= 0
     if not pre_filter:
-        row[:z] = s.counts
+        copy_into(row[:z], s.counts)
     outcome = OUT_NONE
     if s.k_arg[A_PREEMPTION] > 0:
         outcome = preempt(s, t, now, pre_filter, row[z:2 * z])
@@ -760,7 +761,7 @@ def note(s, now, kind, t, msg, a, b, row):
         if a >= s.kv.shape[0]:
             s.ints[I_OVERFLOW] = 1
             return
-        s.kv[a, :] = row
+        copy_into(s.kv[a], row)
         s.k_ints[K_VALUES] = a + 1
     last[0], last[1], last[2] = msg, a, b
     log(s, now, kind, s.t_job[t], t, -1, msg, a, b)

@@ -60,6 +60,8 @@ from ..core_state import (
     RELEASING,
     RUNNING,
     SUCCEEDED,
+    copy_into,
+    copy_rows,
     entry,
     jit,
 )
@@ -1132,7 +1134,7 @@ def tas_take(s, slot):
         f = s.e_tasf[slot, i]
         s.kw_tasf[lo + i] = f
         if f >= 0:
-            s.kw_tas[lo + i] = s.e_tas[slot, i]
+            copy_into(s.kw_tas[lo + i], s.e_tas[slot, i])
             tas_add(s, s.tv_free, s.e_tas[slot, i], f, s.t_req[s.ps_task[lo + i]], 1.0)
 
 
@@ -1141,7 +1143,7 @@ def tas_snapshot(s):
     """``KueueSession._tas_snapshot``: each leaf's allocatable less the pods of workloads without a
     topology assignment, then less the admitted TAS workloads' assignments."""
     used = s.k_free
-    used[:, :] = s.n_used
+    copy_rows(used, s.n_used)
     n = s.k_ints[K_ADMITTED]
     for a in range(n):
         j = s.k_adm[a]
@@ -1157,7 +1159,7 @@ def tas_snapshot(s):
             for r in range(used.shape[1]):
                 free = s.node_alloc[node, r] - used[node, r]
                 s.tv_empty[v, r] = free if k == s.tv_node_lo[v] else s.tv_empty[v, r] + free
-    s.tv_free[:, :] = s.tv_empty
+    copy_rows(s.tv_free, s.tv_empty)
     s.tv_assumed[:, :] = 0.0
     for a in range(n):
         j = s.k_adm[a]
@@ -1209,14 +1211,14 @@ def tas_target(s, ps, i):
 @jit
 def copy_entry(s, src, dst):
     s.e_job[dst], s.e_mode[dst], s.e_borrow[dst] = s.e_job[src], s.e_mode[src], s.e_borrow[src]
-    s.e_tas[dst] = s.e_tas[src]
-    s.e_tasf[dst] = s.e_tasf[src]
-    s.e_use[dst] = s.e_use[src]
-    s.e_has[dst] = s.e_has[src]
-    s.e_flav[dst] = s.e_flav[src]
-    s.e_counts[dst] = s.e_counts[src]
-    s.e_msg[dst] = s.e_msg[src]
-    s.e_tg[dst] = s.e_tg[src]
+    copy_rows(s.e_tas[dst], s.e_tas[src])
+    copy_into(s.e_tasf[dst], s.e_tasf[src])
+    copy_rows(s.e_use[dst], s.e_use[src])
+    copy_rows(s.e_has[dst], s.e_has[src])
+    copy_rows(s.e_flav[dst], s.e_flav[src])
+    copy_into(s.e_counts[dst], s.e_counts[src])
+    copy_into(s.e_msg[dst], s.e_msg[src])
+    copy_into(s.e_tg[dst], s.e_tg[src])
 
 
 @jit
@@ -1304,7 +1306,7 @@ def log_message(s, now, kind, j, slot):
         if h >= s.km_head.shape[0]:
             s.ints[I_OVERFLOW] = 1
             return
-        s.km_head[h] = s.e_msg[slot]
+        copy_into(s.km_head[h], s.e_msg[slot])
         s.k_ints[K_HEADS] = h + 1
         s.kw_last[j] = h
     log(s, now, kind, j, -1, -1, s.e_msg[slot, H_KIND], h, 0)
@@ -1365,13 +1367,13 @@ def entry_before(s, a, b):
 def admit(s, now, slot):
     """The entry's workload takes its quota: it is added to its ClusterQueue."""
     j = s.e_job[slot]
-    s.kw_use[j] = s.e_use[slot]
-    s.kw_has[j] = s.e_has[slot]
+    copy_rows(s.kw_use[j], s.e_use[slot])
+    copy_rows(s.kw_has[j], s.e_has[slot])
     lo = s.kw_ps_lo[j]
     mask = 0
     for i in range(s.kw_ps_lo[j + 1] - lo):
         s.kw_count[lo + i] = s.e_counts[slot, i]
-        s.kw_flav[lo + i] = s.e_flav[slot, i]
+        copy_into(s.kw_flav[lo + i], s.e_flav[slot, i])
         for r in range(s.kw_flav.shape[1]):
             if s.e_flav[slot, i, r] >= 0:
                 mask |= 1 << s.e_flav[slot, i, r]
@@ -1683,7 +1685,7 @@ def least_allocated(s, t, j, i, leaf):
 def place(s, n_live):
     """``_bind``: the pending pods of admitted (and unmanaged) workloads, each podset up to its
     admitted count; the binds' count."""
-    s.k_free[:, :] = s.node_alloc - s.n_used
+    copy_rows(s.k_free, s.node_alloc - s.n_used)
     n_binds = 0
     for x in range(n_live):
         j = s.k_live[x]

@@ -70,6 +70,8 @@ from ..core_state import (
     PODS,
     RELEASING,
     RUNNING,
+    copy_into,
+    copy_rows,
     entry,
     jit,
 )
@@ -338,7 +340,7 @@ def classic_fair_share(s):
 def open_session(s, now):
     """The session's copies of the live jobs' statuses, nodes, suspension and node use; each running
     job's start; each pending job's priority factors (Slurmctld.__init__)."""
-    s.ss_used[:, :] = s.n_used
+    copy_rows(s.ss_used, s.n_used)
     s.sl_ints[S_BINDS] = s.sl_ints[S_EVICTS] = s.sl_ints[S_NOTES] = 0
     fair = s.sl_arg[A_FAIR_SHARE] > 0
     period = s.sl_arg[A_CALC_PERIOD]
@@ -397,7 +399,7 @@ def build_queue(s):
     jobs = jobs[np.argsort(s.j_rank[jobs], kind="mergesort")]
     jobs = jobs[np.argsort(-s.ss_prio[jobs], kind="mergesort")]
     jobs = jobs[np.argsort(-s.j_tier[jobs], kind="mergesort")]
-    s.ss_queue[:n] = jobs
+    copy_into(s.ss_queue[:n], jobs)
     return n
 
 
@@ -457,7 +459,7 @@ def select_nodes(s, j, free, allowed):
     """select/cons_tres: each pod, in rank order, on the lowest-index allowed node with its request
     free and no other pod of its role; ``s.place`` per task. False if the job does not fit."""
     work = s.fr[5]
-    work[:, :] = free
+    copy_rows(work, free)
     stamp = new_stamp(s)
     n_nodes, n_res = work.shape
     for k in range(s.j_lo[j], s.j_lo[j + 1]):
@@ -618,7 +620,7 @@ def can_preempt(s, j, v):
 def fill(s, j, base, allowed, order, n):
     """Victims of ``order[:n]`` removed one by one until the job fits; how many it took (0: never)."""
     room = s.fr[3]
-    room[:, :] = base
+    copy_rows(room, base)
     for i in range(n):
         add_freed(s, order[i], room)
         if select_nodes(s, j, room, allowed):
@@ -652,7 +654,7 @@ def preemptees(s, j, free, allowed):
     job fits; then the one that completed the fit first, the others by how many of the chosen
     nodes they hold, and the same pass again. The victim count."""
     base = s.fr[2]
-    base[:, :] = free
+    copy_rows(base, free)
     n_cand = 0
     for i in range(s.ints[I_LIVE]):
         other = s.live[i]
@@ -681,8 +683,8 @@ def preemptees(s, j, free, allowed):
     rest = rest[np.argsort(counts, kind="mergesort")]
     order = s.order
     order[0] = cand[k - 1]
-    order[1:k] = rest
-    order[k:n_cand] = cand[k:]
+    copy_into(order[1:k], rest)
+    copy_into(order[k:n_cand], cand[k:])
     k2 = fill(s, j, base, allowed, order, n_cand)
     stamp = mark_chosen(s, j, k2 > 0)
     n_victims = 0
@@ -732,7 +734,7 @@ def schedule(s, now):
     free = s.fr[0]
     free_now(s, free)
     resume(s, now, free)
-    s.avail[:] = s.node_sched
+    copy_into(s.avail, s.node_sched)
     s.failed[:] = False
     stamp = new_stamp(s)
     for i in range(build_queue(s)):
@@ -758,7 +760,7 @@ def schedule(s, now):
         n_victims = preemptees(s, j, free, s.allowed) if s.sl_arg[A_PREEMPT_TYPE] > 0 else 0
         if n_victims:
             room = s.fr[1]
-            room[:, :] = free
+            copy_rows(room, free)
             for k in range(n_victims):
                 add_freed(s, s.victims[k], room)
             if preempt(s, j, n_victims):
@@ -768,7 +770,7 @@ def schedule(s, now):
                 select_nodes(s, j, room, s.allowed)
                 start_job(s, now, j)
                 take(s, j, room)
-                free[:, :] = room
+                copy_rows(free, room)
                 s.started[j] = stamp
                 continue
         add_note(s, NOTE_PENDING, j, R_RESOURCES, 0.0)
@@ -787,8 +789,8 @@ def expected_ends(s):
             s.ends_j[n], s.ends_t[n] = j, s.ss_start[j] + s.j_limit_bf[j]
             n += 1
     order = np.argsort(s.ends_t[:n], kind="mergesort")
-    s.ends_j[:n] = s.ends_j[:n][order]
-    s.ends_t[:n] = s.ends_t[:n][order]
+    copy_into(s.ends_j[:n], s.ends_j[:n][order])
+    copy_into(s.ends_t[:n], s.ends_t[:n][order])
     return n
 
 
