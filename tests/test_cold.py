@@ -12,14 +12,19 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import labkit
 from labkit.course import cases
+from labkit.engine.simulate import with_policy
 from labkit.progress import waiting
 
 ROOT = Path(__file__).resolve().parents[1]
 
 COLD = """
 import json, sys
+import pytest
+
 import labkit
 from labkit import progress
 from labkit.course import cases
@@ -224,6 +229,8 @@ NOTEBOOK_CELLS = [
     # numba's cache hidden until a background compile has ended, as in COLD; waits announced at once
     """import json, time
 from pathlib import Path
+import pytest
+
 import labkit
 from labkit import progress
 from labkit.course import cases
@@ -347,3 +354,46 @@ def test_a_core_function_is_compiled_once_whatever_constants_it_is_called_with()
     assert len(once.overloads) == 1 and len(copied.overloads) == 2
     assert type(core_plugins.heap_push) is type(copied) and type(core_actions.scan) is type(copied)
     assert type(core_plugins.job_less) is type(once)
+
+
+HEAD_STARTS = {
+    **{name: (lambda name=name: labkit.preset(name)) for name in labkit.spec.preset_names()},
+    **{path.stem: (lambda path=path: labkit.load(path)) for path in sorted((ROOT / "examples").glob("*.yaml"))},
+    "slurm-fairshare": lambda: with_policy(cases.case_study(nodes=8, hours=6), "slurm-fairshare"),
+    "kube-coscheduling": lambda: with_policy(cases.case_study(nodes=8, hours=6), "kube-coscheduling"),
+}
+
+
+def test_the_head_start_compiles_what_the_run_needs(monkeypatch):
+    """On a fresh install ``families.start_compiling`` starts the core's compiles before the scenario is
+    prepared (the week's workloads take ~3 s to draw, most of it compiling their generator), from a
+    one-pod scenario under the same scheduler: a family's core has one set of types whatever the
+    scenario, so the head start asks for the entry point and units the run asks for (a conf change's
+    actions may add units). Kueue's scheduler, whose jobs name its queues, gets none."""
+    from labkit.engine import core, families
+
+    monkeypatch.delenv(core.FOREGROUND, raising=False)
+    monkeypatch.setattr(core, "cold", lambda entry: True)
+    asked = []
+
+    def record(parts, later=()):
+        asked.append(({(d.__name__, str(sig)) for d, sig in parts}, {(d.__name__, str(sig)) for d, sig in later}))
+        raise core.Cold(core.Builds([core.Build(*parts[0])]))
+
+    monkeypatch.setattr(core, "ensure_compiled", record)
+    for name, make in HEAD_STARTS.items():
+        scenario, asked[:] = make(), []
+        families.start_compiling(scenario)
+        head = list(asked)
+        compiled, static, missing = families.prepare(scenario)
+        if missing is not None:
+            continue
+        with core.when_cold("raise"), pytest.raises(core.Cold):
+            families.run(compiled, static)
+        [(parts, later)] = asked[len(head):]
+        if families.engine_of(scenario).name == "kueue":
+            assert head == [], name
+            continue
+        [(head_parts, head_later)] = head
+        assert head_parts <= parts and head_later >= later, name
+        assert head_parts == parts or compiled.source.changes, name

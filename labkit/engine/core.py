@@ -831,8 +831,9 @@ family's folder), for the messages."""
 WHEN_COLD = contextvars.ContextVar("when_cold", default="wait")
 """What a run does when its family's entry point is neither compiled in this process nor in numba's
 cache (a fresh install): "raise" :class:`Cold` (``labkit.simulate`` then lets the reference engine
-answer while the core compiles in a background process), "wait" for that background compile, or
-"compile" in this process. The environment variable ``LABKIT_COMPILE=foreground`` makes every
+answer while the core compiles in a background process), "wait" for that background compile,
+"compile" in this process, or "start" the background compiles and raise :class:`Cold` (a head
+start before the scenario is prepared, ``families.start_compiling``). The environment variable ``LABKIT_COMPILE=foreground`` makes every
 cold run compile in this process, silently (the setting of the test suite and of `labkit grade`'s
 nbval run: no run depends on a race, and no cell shows a line its stored outputs do not have)."""
 
@@ -877,7 +878,7 @@ def ensure_compiled(parts: list[tuple], later: list[tuple] = ()) -> None:
             Build.of(dispatcher, sig).start(priority=PREFETCH_NICE)
     builds = Builds([Build.of(dispatcher, sig) for dispatcher, sig in missing])
     mode = WHEN_COLD.get()
-    if mode == "raise" and not builds.failed():
+    if mode == "start" or (mode == "raise" and not builds.failed()):
         raise Cold(builds.start())
     if mode != "compile":
         builds.wait()
@@ -886,6 +887,12 @@ def ensure_compiled(parts: list[tuple], later: list[tuple] = ()) -> None:
         with waiting(f"compiling the numba core for {builds.family} (first run only; cached afterwards)"):
             for dispatcher, sig in missing:
                 dispatcher.compile(sig)
+
+
+def cold(entry) -> bool:
+    """Whether a family's jitted entry point has no code yet, in this process or in numba's cache
+    (a fresh install: its cache index is absent, or stale since a core module changed)."""
+    return not entry.overloads and not entry._cache._cache_file._load_index()
 
 
 def address(dispatcher, sig: tuple) -> int:

@@ -11,14 +11,18 @@ and the usage the clock keeps for it (Slurm's decayed fair-share usage).
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from functools import cache, partial
 
+from ..errors import LabkitError
 from ..progress import Progress
 from ..results import Result
-from ..spec import Scenario, scheduler_of
+from ..spec import Scenario, scheduler_of, validate
 from ..workloads import JobTable, job_table, table_key
 from .clock import Session, Usage
 from .compile import Compiled, compile_with
@@ -46,6 +50,8 @@ class FamilyEngine:
     label: Callable[[Result], Result] | None = None
     """The family's reading of the core's Result, as its `reference` gives it (Kueue: each job's
     `queue` is its ClusterQueue)."""
+    entry: object = None
+    """The core's jitted entry point, for `start_compiling` (None: no head start)."""
 
 
 # Each family's modules are imported when its row is first read: a Volcano run does not pay for
@@ -53,11 +59,11 @@ class FamilyEngine:
 
 
 def _volcano() -> FamilyEngine:
-    from . import core
+    from . import core, core_clock
     from .volcano.reference import VOLCANO, run_session
 
     return FamilyEngine("volcano", run_session, partial(compile_with, VOLCANO), True, core.unsupported,
-                        core.static_arrays, core.run)
+                        core.static_arrays, core.run, entry=core_clock.run)
 
 
 def _kube() -> FamilyEngine:
@@ -66,7 +72,8 @@ def _kube() -> FamilyEngine:
     from .kube.reference import KUBE, run_session
 
     return FamilyEngine("kube-scheduler", run_session, partial(compile_with, KUBE), True, kube_core.unsupported,
-                        lambda c: core.static_arrays(c) | kube_core.kube_arrays(c), kube_core.run)
+                        lambda c: core.static_arrays(c) | kube_core.kube_arrays(c), kube_core.run,
+                        entry=kube_core.run_core)
 
 
 def _slurm() -> FamilyEngine:
@@ -76,7 +83,7 @@ def _slurm() -> FamilyEngine:
 
     return FamilyEngine("slurm", run_session, partial(compile_with, SLURM), False, slurm_core.unsupported,
                         lambda c: core.static_arrays(c) | slurm_core.slurm_arrays(c), slurm_core.run,
-                        usage=decayed_usage)
+                        usage=decayed_usage, entry=slurm_core.run_core)
 
 
 def _kueue() -> FamilyEngine:
@@ -86,7 +93,8 @@ def _kueue() -> FamilyEngine:
 
     return FamilyEngine("kueue", lambda p, s: Decisions(), lambda scenario, table: compile_kueue(scenario), False,
                         kueue_core.unsupported, lambda c: core.static_arrays(c) | kueue_core.kueue_arrays(c),
-                        kueue_core.run, reference=simulate_kueue, label=label_cluster_queues)
+                        kueue_core.run, reference=simulate_kueue, label=label_cluster_queues,
+                        entry=kueue_core.run_core)
 
 
 ROWS: dict[str, Callable[[], FamilyEngine]] = {"volcano": _volcano, "kube": _kube, "slurm": _slurm,
@@ -156,15 +164,50 @@ def prepare(scenario: Scenario) -> tuple[Compiled, dict, str | None]:
         _CACHE.move_to_end(key)
         compiled, static, missing = _CACHE[key]
         return (replace(compiled, source=scenario) if table is not None else compiled), static, missing
-    compiled = engine.compile(scenario, table)
-    missing = engine.unsupported(compiled)
-    static = {}
-    if missing is None:
-        static = engine.arrays(compiled)
-    entry = _CACHE[key] = (compiled, static, missing)
+    entry = _CACHE[key] = _prepared(engine, scenario, table)
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return entry
+
+
+def _prepared(engine: FamilyEngine, scenario: Scenario, table: JobTable | None) -> tuple[Compiled, dict, str | None]:
+    compiled = engine.compile(scenario, table)
+    missing = engine.unsupported(compiled)
+    return compiled, engine.arrays(compiled) if missing is None else {}, missing
+
+
+ONE_POD = {
+    "cluster": {"pools": [{"name": "node", "count": 1, "resources": {"nvidia.com/gpu": 1, "cpu": 1, "memory": "1Gi"}}]},
+    "queues": [{"name": "default"}],
+    "jobs": [{"name": "job", "duration": 1, "tasks": [{"name": "worker", "resources": {"nvidia.com/gpu": 1}}]}],
+}
+"""The scenario whose run under a scheduler starts the compiles of its family's core (`start_compiling`)."""
+
+
+def start_compiling(scenario: Scenario) -> None:
+    """On a fresh install, start the background compiles of the numba core the scenario runs on
+    before it is prepared (drawing and compiling the week's workloads takes ~3 s, ~2 of them
+    compiling the generator). A family's core has the same types whatever the scenario
+    (tests/test_cold.py), so a one-pod scenario under the scenario's scheduler needs the same
+    entry point and the units of the same actions; what the scenario needs beyond (a conf
+    change's actions) starts with its own run. A scheduler the one-pod scenario cannot run under
+    (Kueue's, whose jobs name its queues) gets no head start."""
+    from . import core
+
+    engine = engine_of(scenario)
+    if os.environ.get(core.FOREGROUND) == "foreground" or engine.entry is None or not core.cold(engine.entry):
+        return
+    section = scenario.scheduler.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            one_pod = validate(ONE_POD | {"scheduler": section})
+            compiled, static, missing = _prepared(engine, one_pod, job_table(one_pod) if engine.keyed_by_table else None)
+        except LabkitError:
+            return
+    if missing is None:
+        with core.when_cold("start"), suppress(core.Cold):
+            engine.run(compiled, static, 1.0, None)
 
 
 def forget_compiled() -> None:

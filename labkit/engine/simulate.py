@@ -101,6 +101,7 @@ def simulate(scenario: Scenario, policy: str | None = None, session: Session | N
     ran, compiled, builds = "reference", None, None
     family = honour(scenario)
     if session is None and engine != "reference":
+        families.start_compiling(scenario)
         compiled, static, missing = families.prepare(scenario)  # cached by content
         if missing is None:
             small = compiled.problem.n_jobs <= REFERENCE_WHILE_COMPILING
