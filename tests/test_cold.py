@@ -374,6 +374,7 @@ def test_the_head_start_compiles_what_the_run_needs(monkeypatch):
 
     monkeypatch.delenv(core.FOREGROUND, raising=False)
     monkeypatch.setattr(core, "cold", lambda entry: True)
+    monkeypatch.setattr(core, "_READY", {})  # as in a new process: every run asks for its parts
     asked = []
 
     def record(parts, later=()):
