@@ -114,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"DIFFERS {n}: {want[n]} -> {hashes[n]}")
         for n in missing:
             print(f"MISSING {n}")
-        print(f"{len(hashes) - len(differ)} of {len(hashes)} equal")
+        unchecked = [n for n in hashes if n not in want]
+        print(f"{len(hashes) - len(unchecked) - len(differ)} of {len(hashes) - len(unchecked)} equal"
+              + (f"; {len(unchecked)} not in {args.check.name}, not compared: {', '.join(unchecked)}" if unchecked else ""))
         return 1 if differ or missing else 0
     return 0
 
