@@ -369,7 +369,7 @@ def test_the_head_start_compiles_what_the_run_needs(monkeypatch):
     prepared (the week's workloads take ~3 s to draw, most of it compiling their generator), from a
     one-pod scenario under the same scheduler: a family's core has one set of types whatever the
     scenario, so the head start asks for the entry point and units the run asks for (a conf change's
-    actions may add units). Kueue's scheduler, whose jobs name its queues, gets none."""
+    actions may add units). Kueue, whose jobs must name its queues, has no head start."""
     from labkit.engine import core, families
 
     monkeypatch.delenv(core.FOREGROUND, raising=False)

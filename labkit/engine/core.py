@@ -833,9 +833,10 @@ WHEN_COLD = contextvars.ContextVar("when_cold", default="wait")
 cache (a fresh install): "raise" :class:`Cold` (``labkit.simulate`` then lets the reference engine
 answer while the core compiles in a background process), "wait" for that background compile,
 "compile" in this process, or "start" the background compiles and raise :class:`Cold` (a head
-start before the scenario is prepared, ``families.start_compiling``). The environment variable ``LABKIT_COMPILE=foreground`` makes every
-cold run compile in this process, silently (the setting of the test suite and of `labkit grade`'s
-nbval run: no run depends on a race, and no cell shows a line its stored outputs do not have)."""
+start before the scenario is prepared, ``families.start_compiling``). The environment variable
+``LABKIT_COMPILE=foreground`` makes every cold run compile in this process, silently (the setting
+of the test suite and of `labkit grade`'s nbval run: no run depends on a race, and no cell shows a
+line its stored outputs do not have)."""
 
 FOREGROUND = "LABKIT_COMPILE"
 """The environment variable that, set to "foreground", makes a cold run compile here without a word."""

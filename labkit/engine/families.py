@@ -51,7 +51,8 @@ class FamilyEngine:
     """The family's reading of the core's Result, as its `reference` gives it (Kueue: each job's
     `queue` is its ClusterQueue)."""
     entry: object = None
-    """The core's jitted entry point, for `start_compiling` (None: no head start)."""
+    """The core's jitted entry point, for `start_compiling` (None: no head start; Kueue's jobs must
+    name its queues, so a one-pod scenario cannot run under its scheduler)."""
 
 
 # Each family's modules are imported when its row is first read: a Volcano run does not pay for
@@ -93,8 +94,7 @@ def _kueue() -> FamilyEngine:
 
     return FamilyEngine("kueue", lambda p, s: Decisions(), lambda scenario, table: compile_kueue(scenario), False,
                         kueue_core.unsupported, lambda c: core.static_arrays(c) | kueue_core.kueue_arrays(c),
-                        kueue_core.run, reference=simulate_kueue, label=label_cluster_queues,
-                        entry=kueue_core.run_core)
+                        kueue_core.run, reference=simulate_kueue, label=label_cluster_queues)
 
 
 ROWS: dict[str, Callable[[], FamilyEngine]] = {"volcano": _volcano, "kube": _kube, "slurm": _slurm,
@@ -190,8 +190,7 @@ def start_compiling(scenario: Scenario) -> None:
     compiling the generator). A family's core has the same types whatever the scenario
     (tests/test_cold.py), so a one-pod scenario under the scenario's scheduler needs the same
     entry point and the units of the same actions; what the scenario needs beyond (a conf
-    change's actions) starts with its own run. A scheduler the one-pod scenario cannot run under
-    (Kueue's, whose jobs name its queues) gets no head start."""
+    change's actions) starts with its own run. A family without an `entry` gets no head start."""
     from . import core
 
     engine = engine_of(scenario)
