@@ -287,7 +287,7 @@ inlined = njit(inline="always", **_CALLEE, pipeline_class=_CalleeCompiler)
 caller, so LLVM does not optimise everything they call once more for each of them."""
 
 entry = _cached(pipeline_class=_EntryCompiler, no_cfunc_wrapper=True)
-"""A family's entry point, called from Python with the state's fields."""
+"""A family's entry point, called from Python with the run's :class:`State` (one pointer)."""
 
 unit = _cached(pipeline_class=_UnitCompiler, **_CALLEE)
 """A part of a family's core compiled and cached on its own, like an entry point, and called from
@@ -423,8 +423,9 @@ class CoreState(types.Type):
     """The numba type of the state: a borrowed pointer to a struct of the run's arrays.
 
     Nothing is reference counted through it: the struct (:class:`State`) and its arrays, views
-    without a meminfo, belong to the driver, which keeps them alive for the duration of the call. Calls between jitted functions then cost no atomic
-    reference-count traffic, which would otherwise dominate a session.
+    without a meminfo, belong to the driver, which keeps them alive for the duration of the call.
+    Calls between jitted functions then cost no atomic reference-count traffic, which would
+    otherwise dominate a session.
     """
 
     def __init__(self, fields):
@@ -464,8 +465,8 @@ class State:
     """A run's fields (a named tuple of arrays and scalars) laid out as the jitted core reads them:
     the :class:`CoreState` struct of their values (each array a borrowed view), built here and
     passed to a family's entry point as one pointer. The entry point's wrapper then unboxes one
-    object instead of every array (a wrapper for ~290 arrays was a fifth of the Volcano core's cold
-    compile). The fields must stay alive while the core runs on the struct: it holds them."""
+    object instead of every array (that wrapper for ~290 arrays, and the code taking the tuple
+    apart, were a third of the Volcano entry point's cold compile). The fields must stay alive while the core runs on the struct: it holds them."""
 
     __slots__ = ("address", "buffer", "fields", "numba_type")
 
