@@ -172,8 +172,19 @@ def add_row(dst, src, sign):
 
 @jit
 def copy_row(dst, src):
+    """``dst[:] = src`` for two 1-d arrays of one length, as a loop from the first element (so a
+    shift to the left within one array is right). numba's slice assignment of an array checks the
+    shapes and builds its error message with numba's string functions: compiling those took ~1 s
+    of each cold compile that had one."""
     for r in range(dst.size):
         dst[r] = src[r]
+
+
+@jit
+def copy_rows(dst, src):
+    """``dst[:, :] = src`` for two 2-d arrays of one shape (:func:`copy_row` row by row)."""
+    for r in range(dst.shape[0]):
+        copy_row(dst[r], src[r])
 
 
 @jit

@@ -17,6 +17,8 @@ import numpy as np
 
 from .core_account import (
     contribute,
+    copy_row,
+    copy_rows,
     move_phase,
     move_task,
     set_created,
@@ -82,8 +84,6 @@ from .core_state import (
     RELEASING,
     RUNNING,
     SUCCEEDED,
-    copy_into,
-    copy_rows,
     entry,
     inlined,
     jit,
@@ -261,7 +261,7 @@ def live_remove(s, j):
     set_live(s, j, False)
     n = s.ints[I_LIVE]
     i = np.searchsorted(s.live[:n], j)
-    copy_into(s.live[i:n - 1], s.live[i + 1:n])
+    copy_row(s.live[i:n - 1], s.live[i + 1:n])
     s.ints[I_LIVE] = n - 1
     q = s.j_queue[j]
     if s.q_first[q] == j:
@@ -698,7 +698,7 @@ def change_event(s, now, e):
     for a new conf the node scores and the fits-nowhere memo (its plugins decide them)."""
     kind, arg = s.ch_kind[e], s.ch_arg[e]
     if kind == CH_QUEUE:
-        copy_into(s.q_weight, s.ch_q_weight[e])
+        copy_row(s.q_weight, s.ch_q_weight[e])
         copy_rows(s.q_rcap, s.ch_q_rcap[e])
         copy_rows(s.q_guar, s.ch_q_guar[e])
         copy_rows(s.q_des, s.ch_q_des[e])

@@ -295,23 +295,6 @@ the entry point's code through its address (:func:`call_unit`, ``s.units``): Vol
 that place pods and those that evict them are compiled only for a conf that has them, each in a
 process of its own beside the entry point's on a fresh install."""
 
-@jit
-def copy_into(dst, src):
-    """``dst[:] = src`` for two 1-d arrays of one length, as a loop from the first element (so a
-    shift to the left within one array is right). numba's slice assignment of an array checks the
-    shapes and builds its error message with numba's string functions: compiling those took ~1 s
-    of each cold compile that had one."""
-    for i in range(src.size):
-        dst[i] = src[i]
-
-
-@jit
-def copy_rows(dst, src):
-    """``dst[:, :] = src`` for two 2-d arrays of one shape (:func:`copy_into` row by row)."""
-    for r in range(src.shape[0]):
-        copy_into(dst[r], src[r])
-
-
 N_UNITS = 2
 """Slots of ``s.units``: the addresses of a family's units (0 for one its run does not use)."""
 

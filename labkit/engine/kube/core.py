@@ -26,7 +26,7 @@ import numpy as np
 
 from ...spec.kube import MAX_NODE_SCORE
 from ..core import NODE_EVICTIONS, CoreFields, fresh, in_slices, record, run_grown
-from ..core_account import list_insert, list_remove, set_created, set_status
+from ..core_account import copy_row, list_insert, list_remove, set_created, set_status
 from ..core_clock import (
     always_room,
     bind,
@@ -66,7 +66,6 @@ from ..core_state import (
     PODS,
     RELEASING,
     SUCCEEDED,
-    copy_into,
     entry,
     jit,
 )
@@ -653,7 +652,7 @@ def failed(s, t, now, alive):
     row = s.krow[new_row(s)]
     pre_filter = alive >= 0
     if not pre_filter:
-        copy_into(row[:z], s.counts)
+        copy_row(row[:z], s.counts)
     outcome = OUT_NONE
     if s.k_arg[A_PREEMPTION] > 0:
         outcome = preempt(s, t, now, pre_filter, row[z:2 * z])
@@ -761,7 +760,7 @@ def note(s, now, kind, t, msg, a, b, row):
         if a >= s.kv.shape[0]:
             s.ints[I_OVERFLOW] = 1
             return
-        copy_into(s.kv[a], row)
+        copy_row(s.kv[a], row)
         s.k_ints[K_VALUES] = a + 1
     last[0], last[1], last[2] = msg, a, b
     log(s, now, kind, s.t_job[t], t, -1, msg, a, b)

@@ -28,6 +28,7 @@ from ...spec.kueue import local_queue
 from ...spec.quantity import parse_duration, parse_quantity
 from ..core import CoreFields, fresh, in_slices, record, run_grown
 from ..core import _events as core_events
+from ..core_account import copy_row, copy_rows
 from ..core_clock import (
     always_room,
     bind,
@@ -60,8 +61,6 @@ from ..core_state import (
     RELEASING,
     RUNNING,
     SUCCEEDED,
-    copy_into,
-    copy_rows,
     entry,
     jit,
 )
@@ -1134,7 +1133,7 @@ def tas_take(s, slot):
         f = s.e_tasf[slot, i]
         s.kw_tasf[lo + i] = f
         if f >= 0:
-            copy_into(s.kw_tas[lo + i], s.e_tas[slot, i])
+            copy_row(s.kw_tas[lo + i], s.e_tas[slot, i])
             tas_add(s, s.tv_free, s.e_tas[slot, i], f, s.t_req[s.ps_task[lo + i]], 1.0)
 
 
@@ -1212,13 +1211,13 @@ def tas_target(s, ps, i):
 def copy_entry(s, src, dst):
     s.e_job[dst], s.e_mode[dst], s.e_borrow[dst] = s.e_job[src], s.e_mode[src], s.e_borrow[src]
     copy_rows(s.e_tas[dst], s.e_tas[src])
-    copy_into(s.e_tasf[dst], s.e_tasf[src])
+    copy_row(s.e_tasf[dst], s.e_tasf[src])
     copy_rows(s.e_use[dst], s.e_use[src])
     copy_rows(s.e_has[dst], s.e_has[src])
     copy_rows(s.e_flav[dst], s.e_flav[src])
-    copy_into(s.e_counts[dst], s.e_counts[src])
-    copy_into(s.e_msg[dst], s.e_msg[src])
-    copy_into(s.e_tg[dst], s.e_tg[src])
+    copy_row(s.e_counts[dst], s.e_counts[src])
+    copy_row(s.e_msg[dst], s.e_msg[src])
+    copy_row(s.e_tg[dst], s.e_tg[src])
 
 
 @jit
@@ -1306,7 +1305,7 @@ def log_message(s, now, kind, j, slot):
         if h >= s.km_head.shape[0]:
             s.ints[I_OVERFLOW] = 1
             return
-        copy_into(s.km_head[h], s.e_msg[slot])
+        copy_row(s.km_head[h], s.e_msg[slot])
         s.k_ints[K_HEADS] = h + 1
         s.kw_last[j] = h
     log(s, now, kind, j, -1, -1, s.e_msg[slot, H_KIND], h, 0)
@@ -1373,7 +1372,7 @@ def admit(s, now, slot):
     mask = 0
     for i in range(s.kw_ps_lo[j + 1] - lo):
         s.kw_count[lo + i] = s.e_counts[slot, i]
-        copy_into(s.kw_flav[lo + i], s.e_flav[slot, i])
+        copy_row(s.kw_flav[lo + i], s.e_flav[slot, i])
         for r in range(s.kw_flav.shape[1]):
             if s.e_flav[slot, i, r] >= 0:
                 mask |= 1 << s.e_flav[slot, i, r]

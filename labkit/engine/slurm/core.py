@@ -24,7 +24,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..core import CoreFields, fresh, in_slices, record, run_grown
-from ..core_account import set_created, set_job_phase
+from ..core_account import copy_row, copy_rows, set_created, set_job_phase
 from ..core_clock import (
     always_room,
     bind,
@@ -70,8 +70,6 @@ from ..core_state import (
     PODS,
     RELEASING,
     RUNNING,
-    copy_into,
-    copy_rows,
     entry,
     jit,
 )
@@ -399,7 +397,7 @@ def build_queue(s):
     jobs = jobs[np.argsort(s.j_rank[jobs], kind="mergesort")]
     jobs = jobs[np.argsort(-s.ss_prio[jobs], kind="mergesort")]
     jobs = jobs[np.argsort(-s.j_tier[jobs], kind="mergesort")]
-    copy_into(s.ss_queue[:n], jobs)
+    copy_row(s.ss_queue[:n], jobs)
     return n
 
 
@@ -683,8 +681,8 @@ def preemptees(s, j, free, allowed):
     rest = rest[np.argsort(counts, kind="mergesort")]
     order = s.order
     order[0] = cand[k - 1]
-    copy_into(order[1:k], rest)
-    copy_into(order[k:n_cand], cand[k:])
+    copy_row(order[1:k], rest)
+    copy_row(order[k:n_cand], cand[k:])
     k2 = fill(s, j, base, allowed, order, n_cand)
     stamp = mark_chosen(s, j, k2 > 0)
     n_victims = 0
@@ -734,7 +732,7 @@ def schedule(s, now):
     free = s.fr[0]
     free_now(s, free)
     resume(s, now, free)
-    copy_into(s.avail, s.node_sched)
+    copy_row(s.avail, s.node_sched)
     s.failed[:] = False
     stamp = new_stamp(s)
     for i in range(build_queue(s)):
@@ -789,8 +787,8 @@ def expected_ends(s):
             s.ends_j[n], s.ends_t[n] = j, s.ss_start[j] + s.j_limit_bf[j]
             n += 1
     order = np.argsort(s.ends_t[:n], kind="mergesort")
-    copy_into(s.ends_j[:n], s.ends_j[:n][order])
-    copy_into(s.ends_t[:n], s.ends_t[:n][order])
+    copy_row(s.ends_j[:n], s.ends_j[:n][order])
+    copy_row(s.ends_t[:n], s.ends_t[:n][order])
     return n
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from ..core_account import (
     allocated_tasks,
     bounds_dirty,
+    copy_row,
     fits_future,
     fits_idle,
     future_idle,
@@ -105,7 +106,6 @@ from ..core_state import (
     SCAN_PREEMPT,
     SUCCEEDED,
     call_unit,
-    copy_into,
     inlined,
     jit,
     per_constant,
@@ -1057,7 +1057,7 @@ def allocate_for_job(s, j, now, start):
         for i in range(k, end):
             h = s.hn_grad[i]
             forget_fit_errors(s, j)
-            copy_into(s.th[lo:lo + n0], base)
+            copy_row(s.th[lo:lo + n0], base)
             s.th_n[j] = n0
             lo_m, hi_m = s.hn_mem_off[h], s.hn_mem_off[h + 1]
             if not allocate_tasks(s, j, now, start, s.hn_mem[lo_m:hi_m], hi_m - lo_m, h):
@@ -1071,7 +1071,7 @@ def allocate_for_job(s, j, now, start):
                 t = s.ops[o, 1]
                 ops[found, o - start, 0], ops[found, o - start, 1], ops[found, o - start, 2] = s.ops[o, 0], t, s.node[t]
             n_left[found] = s.th_n[j]
-            copy_into(left[found, :s.th_n[j]], s.th[lo:lo + s.th_n[j]])
+            copy_row(left[found, :s.th_n[j]], s.th[lo:lo + s.th_n[j]])
             found += 1
             discard(s, start)
         if found == 0:
@@ -1088,10 +1088,10 @@ def allocate_for_job(s, j, now, start):
             else:
                 pipeline(s, ops[w, o, 1], ops[w, o, 2], False)
         s.th_n[j] = n_left[w]
-        copy_into(s.th[lo:lo + n_left[w]], left[w, :n_left[w]])
+        copy_row(s.th[lo:lo + n_left[w]], left[w, :n_left[w]])
         s.j_ahn[j] = hypernode_lca(s, s.j_ahn[j], found_h[w])
         return True
-    copy_into(s.th[lo:lo + n0], base)
+    copy_row(s.th[lo:lo + n0], base)
     s.th_n[j] = n0
     return False
 
