@@ -23,8 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 COLD = """
 import json, sys
-import pytest
-
 import labkit
 from labkit import progress
 from labkit.course import cases
@@ -100,7 +98,7 @@ def test_a_fresh_install_compiles_the_units_a_later_conf_needs_at_the_lowest_pri
                                                          ["run", 0]]
 
 
-SETUP_BUILDS = """import atexit, json as _json
+SETUP_BUILDS = """import json as _json
 from labkit.engine import core as _core
 _print = print
 def print(text):  # the runs' line, with each background compile's unit and nice value
@@ -229,8 +227,6 @@ NOTEBOOK_CELLS = [
     # numba's cache hidden until a background compile has ended, as in COLD; waits announced at once
     """import json, time
 from pathlib import Path
-import pytest
-
 import labkit
 from labkit import progress
 from labkit.course import cases
