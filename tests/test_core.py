@@ -244,8 +244,9 @@ def test_a_run_cut_into_single_steps_is_the_same_run(family, monkeypatch):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_the_state_struct_is_laid_out_as_numba_reads_it(family, monkeypatch):
     """An entry point takes the run's fields as one pointer to a struct the driver lays out
-    (core_state.State), not as a tuple of ~290 arrays its wrapper would unbox one by one (a fifth of
-    a cold compile): each member where LLVM puts it, each array as numba's array model holds it."""
+    (core_state.State), not as a tuple of ~290 arrays its wrapper would unbox one by one (with the
+    code taking the tuple apart, a third of the Volcano entry point's cold compile): each member where
+    LLVM puts it, each array as numba's array model holds it."""
     from numba.core.registry import cpu_target
 
     made = []
